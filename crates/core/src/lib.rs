@@ -1,0 +1,27 @@
+//! fedcluster-core: the vocabulary every other crate shares.
+//!
+//! - [`params`]: flat `f32` parameter vectors and their math (axpy, means,
+//!   coordinate-wise trimmed mean and median, distances).
+//! - [`linalg`]: the one place that calls the GEMM kernel.
+//! - [`model`]: the [`Model`] trait (an architecture over a flat parameter slice),
+//!   [`Batch`] views of local data and per-thread [`Workspace`]s.
+//! - [`rng`]: random streams derived from `(seed, purpose, round, client)`.
+//! - [`federation`]: the seam between algorithms and transports: the server half,
+//!   the client half and the messages they exchange.
+//!
+//! No IO happens in this crate.
+
+pub mod error;
+pub mod federation;
+pub mod linalg;
+pub mod model;
+pub mod params;
+pub mod rng;
+
+pub use error::{CoreError, Result};
+pub use federation::{
+    AlgoError, ClientEnv, ClientHalf, ClientId, Message, ReplicaView, RoundCtx, ServerHalf,
+    Snapshot,
+};
+pub use model::{Batch, Model, Targets, Workspace};
+pub use rng::{Purpose, Rng, stream};

@@ -1,0 +1,192 @@
+//! The [`Model`] trait: an architecture that is stateless and keeps its parameters
+//! in one flat `&[f32]`, plus [`Batch`] views of local data and per-thread
+//! [`Workspace`]s that keep hot loops free of allocation.
+
+use crate::error::{CoreError, Result};
+use crate::rng::Rng;
+
+/// Targets of a batch: real values (regression) or class indices.
+#[derive(Clone, Copy, Debug)]
+pub enum Targets<'a> {
+    /// One real target per sample.
+    Real(&'a [f32]),
+    /// One class index per sample.
+    Class(&'a [u32]),
+}
+
+impl Targets<'_> {
+    /// Number of targets.
+    pub fn len(&self) -> usize {
+        match self {
+            Targets::Real(y) => y.len(),
+            Targets::Class(y) => y.len(),
+        }
+    }
+
+    /// Whether there are no targets.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// A borrowed batch of samples: `n` rows of `dim` features, row-major.
+#[derive(Clone, Copy, Debug)]
+pub struct Batch<'a> {
+    /// Features, `n * dim` values, row-major.
+    pub x: &'a [f32],
+    /// Targets, `n` of them.
+    pub y: Targets<'a>,
+    /// Number of features per sample.
+    pub dim: usize,
+}
+
+impl<'a> Batch<'a> {
+    /// A checked batch view.
+    pub fn new(x: &'a [f32], y: Targets<'a>, dim: usize) -> Result<Self> {
+        if dim == 0 || x.len() != y.len() * dim {
+            return Err(CoreError::Shape {
+                what: "batch features",
+                expected: y.len() * dim,
+                got: x.len(),
+            });
+        }
+        Ok(Self { x, y, dim })
+    }
+
+    /// Number of samples.
+    pub fn len(&self) -> usize {
+        self.y.len()
+    }
+
+    /// Whether the batch is empty.
+    pub fn is_empty(&self) -> bool {
+        self.y.is_empty()
+    }
+
+    /// Rows `start..end` as a batch (no copy).
+    pub fn rows(&self, start: usize, end: usize) -> Batch<'a> {
+        let y = match self.y {
+            Targets::Real(y) => Targets::Real(&y[start..end]),
+            Targets::Class(y) => Targets::Class(&y[start..end]),
+        };
+        Batch {
+            x: &self.x[start * self.dim..end * self.dim],
+            y,
+            dim: self.dim,
+        }
+    }
+}
+
+/// Scratch buffers owned by one worker thread and reused across clients and rounds.
+#[derive(Debug, Default)]
+pub struct Workspace {
+    /// General-purpose scratch buffers; a model documents which it uses.
+    pub bufs: [Vec<f32>; 4],
+}
+
+impl Workspace {
+    /// Four scratch slices of the requested lengths, grown on first use only.
+    pub fn slices(&mut self, lens: [usize; 4]) -> [&mut [f32]; 4] {
+        for (b, len) in self.bufs.iter_mut().zip(lens) {
+            if b.len() < len {
+                b.resize(len, 0.0);
+            }
+        }
+        let [a, b, c, d] = &mut self.bufs;
+        [
+            &mut a[..lens[0]],
+            &mut b[..lens[1]],
+            &mut c[..lens[2]],
+            &mut d[..lens[3]],
+        ]
+    }
+}
+
+/// An architecture over flat parameters. Implementations hold only shapes and
+/// hyperparameters, never parameters or data, so one instance serves every client.
+pub trait Model: Send + Sync {
+    /// Short name for reports (`linear`, `logistic`, ...).
+    fn name(&self) -> &'static str;
+
+    /// Length of the flat parameter vector.
+    fn num_params(&self) -> usize;
+
+    /// Number of input features a sample must have.
+    fn input_dim(&self) -> usize;
+
+    /// Writes freshly initialised parameters into `out`.
+    fn init(&self, rng: &mut Rng, out: &mut [f32]);
+
+    /// Mean loss over the batch.
+    fn loss(&self, params: &[f32], batch: Batch<'_>, ws: &mut Workspace) -> f64;
+
+    /// Mean loss over the batch; writes its gradient into `grad`.
+    fn loss_grad(
+        &self,
+        params: &[f32],
+        batch: Batch<'_>,
+        grad: &mut [f32],
+        ws: &mut Workspace,
+    ) -> f64;
+
+    /// Number of correctly classified samples, or `None` for a regression model.
+    fn count_correct(
+        &self,
+        _params: &[f32],
+        _batch: Batch<'_>,
+        _ws: &mut Workspace,
+    ) -> Option<usize> {
+        None
+    }
+
+    /// Floating-point operations of one forward pass over one sample (for
+    /// throughput reports); the backward pass is counted as twice this.
+    fn forward_flops_per_sample(&self) -> u64;
+
+    /// Mean losses of several models on the same batch. `models` holds
+    /// `out.len()` parameter vectors back to back. Models with a batched kernel
+    /// override this with one pass over the data.
+    fn losses(&self, models: &[f32], batch: Batch<'_>, out: &mut [f64], ws: &mut Workspace) {
+        let p = self.num_params();
+        for (o, m) in out.iter_mut().zip(models.chunks_exact(p)) {
+            *o = self.loss(m, batch, ws);
+        }
+    }
+
+    /// The IFCA client step, batched over replicas: `models` holds replicas of
+    /// `group` models each, back to back. Writes every model's mean loss into
+    /// `losses`, the index (within its replica) of each replica's lowest-loss model
+    /// into `chosen`, and the gradient at that model into the replica's slot of
+    /// `grads`. Models with a batched kernel override this to share the forward
+    /// pass between the assignment and the gradient.
+    fn assign_and_grad(
+        &self,
+        models: &[f32],
+        group: usize,
+        batch: Batch<'_>,
+        losses: &mut [f64],
+        chosen: &mut [usize],
+        grads: &mut [f32],
+        ws: &mut Workspace,
+    ) {
+        let p = self.num_params();
+        self.losses(models, batch, losses, ws);
+        for (r, (c, g)) in chosen.iter_mut().zip(grads.chunks_exact_mut(p)).enumerate() {
+            *c = argmin_f64(&losses[r * group..(r + 1) * group]);
+            let m = &models[(r * group + *c) * p..(r * group + *c + 1) * p];
+            self.loss_grad(m, batch, g, ws);
+        }
+    }
+}
+
+/// Index of the smallest loss; ties go to the lowest index; NaN never wins
+/// (an all-NaN slice gives 0).
+pub fn argmin_f64(values: &[f64]) -> usize {
+    let mut best: Option<(usize, f64)> = None;
+    for (i, v) in values.iter().enumerate() {
+        if !v.is_nan() && best.is_none_or(|(_, b)| *v < b) {
+            best = Some((i, *v));
+        }
+    }
+    best.map_or(0, |(i, _)| i)
+}
