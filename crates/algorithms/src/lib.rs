@@ -1,1 +1,24 @@
-//! placeholder
+//! fedcluster-algorithms: clustered federated learning algorithms, each a server
+//! half and a client half exchanging typed messages (see
+//! [`fedcluster_core::federation`]).
+//!
+//! One directory per algorithm, each starting with its paper and round protocol:
+//! - [`ifca`]: IFCA, gradient and model averaging, partial participation,
+//!   restarts, stable-identity saving (Ghosh et al. 2022, Algorithm 2);
+//! - [`oneshot`]: local ERM + k-means + FedAvg (Ghosh et al. 2022, Algorithm 1);
+//! - [`fedavg`]: FedAvg over a fixed assignment (the global-model baseline);
+//! - [`oracle`]: FedAvg inside the true clusters;
+//! - [`local`]: every client alone.
+//!
+//! Shared mechanics live in [`common`]. Algorithms do no IO.
+
+pub mod common;
+pub mod fedavg;
+pub mod ifca;
+pub mod local;
+pub mod oneshot;
+pub mod oracle;
+
+pub use common::aggregate::Aggregation;
+pub use common::checked::{Checked, FieldError, Validate};
+pub use common::init::InitScheme;

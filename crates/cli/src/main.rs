@@ -1,1 +1,289 @@
-fn main() {}
+//! `fedcluster`: run, reproduce and benchmark clustered federated learning.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use clap::{Parser, Subcommand};
+use indicatif::{ProgressBar, ProgressStyle};
+
+use fedcluster_cli::bench::{BENCHMARKS, BenchOptions, CORE_PEAK_GFLOPS, run_bench};
+use fedcluster_cli::config::{DEFAULT_CONFIG, RunConfig};
+use fedcluster_cli::experiment::{build_data, execute};
+use fedcluster_cli::reproduce::{EXPERIMENTS, ifca_success};
+use fedcluster_cli::rundir::{RunDir, write_run};
+use fedcluster_cli::table::{metric, render};
+
+#[derive(Parser)]
+#[command(
+    name = "fedcluster",
+    version,
+    about = "Clustered federated learning: IFCA and friends, fast"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run one experiment from a TOML config (the embedded IFCA default if none).
+    Run {
+        /// Config file; omit to run the embedded default (configs/ifca-synthetic.toml).
+        config: Option<PathBuf>,
+        /// Run directory to write (default: runs/<config name>).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Override a config value, e.g. --set rounds=20 --set algorithm.lr=0.1.
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        overrides: Vec<String>,
+        /// Worker threads (overrides the config's `threads`; 0: one per core).
+        #[arg(long)]
+        threads: Option<usize>,
+        /// Replace an existing run directory.
+        #[arg(long)]
+        overwrite: bool,
+        /// No progress bar.
+        #[arg(long, short)]
+        quiet: bool,
+    },
+    /// Reproduce a paper experiment and write its report.
+    Reproduce {
+        /// Experiment name (see `fedcluster list`).
+        name: String,
+        /// Data sets per grid cell (default: a quick 2; the paper used 40).
+        #[arg(long)]
+        trials: Option<usize>,
+        /// The paper's full protocol (40 data sets per cell).
+        #[arg(long, conflicts_with = "trials")]
+        full: bool,
+        /// Iterations per run (default 300, as in the paper).
+        #[arg(long)]
+        rounds: Option<usize>,
+        /// Output directory (default: runs/reproduce/<name>).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Worker threads (0: one per core).
+        #[arg(long, default_value_t = 0)]
+        threads: usize,
+    },
+    /// Time the hot path of an algorithm and report achieved GFLOP/s.
+    Bench {
+        /// Benchmark name (see `fedcluster list`).
+        name: String,
+        /// Timed rounds.
+        #[arg(long, default_value_t = 20)]
+        rounds: usize,
+        /// Worker threads (0: one per core).
+        #[arg(long, default_value_t = 0)]
+        threads: usize,
+    },
+    /// List reproductions and benchmarks.
+    List,
+}
+
+fn main() -> ExitCode {
+    match Cli::parse().command.dispatch() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {}", format!("{e:#}").replace('\n', " "));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+impl Command {
+    fn dispatch(self) -> Result<()> {
+        match self {
+            Command::Run {
+                config,
+                out,
+                overrides,
+                threads,
+                overwrite,
+                quiet,
+            } => run(config, out, overrides, threads, overwrite, quiet),
+            Command::Reproduce {
+                name,
+                trials,
+                full,
+                rounds,
+                out,
+                threads,
+            } => reproduce(&name, trials, full, rounds, out, threads),
+            Command::Bench {
+                name,
+                rounds,
+                threads,
+            } => bench(&name, rounds, threads),
+            Command::List => {
+                println!("reproductions (fedcluster reproduce NAME):");
+                for (n, d) in EXPERIMENTS {
+                    println!("  {n:28} {d}");
+                }
+                println!("benchmarks (fedcluster bench NAME):");
+                for (n, d) in BENCHMARKS {
+                    println!("  {n:28} {d}");
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+fn run(
+    path: Option<PathBuf>,
+    out: Option<PathBuf>,
+    mut overrides: Vec<String>,
+    threads: Option<usize>,
+    overwrite: bool,
+    quiet: bool,
+) -> Result<()> {
+    if let Some(t) = threads {
+        overrides.push(format!("threads={t}"));
+    }
+    let (config, stem) = match &path {
+        Some(p) => (
+            RunConfig::load(p, &overrides)?,
+            p.file_stem()
+                .map_or("run".into(), |s| s.to_string_lossy().into_owned()),
+        ),
+        None => (
+            RunConfig::parse(DEFAULT_CONFIG, &overrides, "embedded default config")?,
+            "default".to_string(),
+        ),
+    };
+    let out = out.unwrap_or_else(|| PathBuf::from("runs").join(&stem));
+    let dir = RunDir::create(&out, overwrite)?;
+    let result = (|| {
+        let data = build_data(&config)?;
+        let bar = if quiet {
+            ProgressBar::hidden()
+        } else {
+            ProgressBar::new(config.rounds as u64)
+        };
+        bar.set_style(
+            ProgressStyle::with_template("{bar:40} round {pos}/{len} {msg} [{elapsed_precise}]")
+                .expect("template"),
+        );
+        let outcome = execute(&config, &data, &mut |p| {
+            bar.set_position(p.round as u64 + 1);
+            if let Some(l) = p.train_loss {
+                bar.set_message(format!("train loss {l:.4}"));
+            }
+        })?;
+        bar.finish_and_clear();
+        write_run(&dir, &config, &outcome)
+    })();
+    let summary = match result {
+        Ok(s) => s,
+        Err(e) => {
+            let partial = dir.fail(&e);
+            return Err(e.context(format!("incomplete run left in {}", partial.display())));
+        }
+    };
+    let written = dir.finish()?;
+    let f = &summary.final_;
+    let rows = vec![
+        vec!["algorithm".into(), summary.algorithm.clone()],
+        vec!["rounds".into(), summary.rounds.to_string()],
+        vec!["train loss".into(), metric(f.train_loss)],
+        vec!["param error".into(), metric(f.param_error)],
+        vec!["misclustering".into(), metric(f.misclustering)],
+        vec!["test loss".into(), metric(f.test_loss)],
+        vec!["test accuracy".into(), metric(f.test_accuracy)],
+        vec![
+            "seconds / round".into(),
+            format!("{:.4}", summary.seconds_per_round),
+        ],
+        vec![
+            "MB down / up".into(),
+            format!(
+                "{:.1} / {:.1}",
+                summary.bytes_down as f64 / 1e6,
+                summary.bytes_up as f64 / 1e6
+            ),
+        ],
+    ];
+    print!("{}", render(&["metric", "value"], &rows));
+    if summary.replicas.len() > 1 {
+        println!(
+            "selected replica {} of {} (lowest final training loss)",
+            summary.selected_replica,
+            summary.replicas.len()
+        );
+    }
+    println!("run directory: {}", written.display());
+    Ok(())
+}
+
+fn reproduce(
+    name: &str,
+    trials: Option<usize>,
+    full: bool,
+    rounds: Option<usize>,
+    out: Option<PathBuf>,
+    threads: usize,
+) -> Result<()> {
+    let out = out.unwrap_or_else(|| PathBuf::from("runs/reproduce").join(name));
+    match name {
+        "ifca-synthetic-success" => {
+            let mut options = ifca_success::Options {
+                threads,
+                ..Default::default()
+            };
+            if full {
+                options.trials = ifca_success::PAPER_TRIALS;
+            }
+            if let Some(t) = trials {
+                options.trials = t.max(1);
+            }
+            if let Some(r) = rounds {
+                options.rounds = r.max(1);
+            }
+            let start = Instant::now();
+            let results = ifca_success::run_grid(&options)?;
+            let table =
+                ifca_success::write_report(&out, &options, &results, start.elapsed().as_secs_f64())
+                    .context("cannot write the report")?;
+            print!("{table}");
+            println!("report: {}", out.join("report.md").display());
+            Ok(())
+        }
+        _ => anyhow::bail!(
+            "unknown experiment `{name}`; known: {}",
+            EXPERIMENTS
+                .iter()
+                .map(|e| e.0)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
+fn bench(name: &str, rounds: usize, threads: usize) -> Result<()> {
+    let r = run_bench(
+        name,
+        BenchOptions {
+            rounds: rounds.max(1),
+            threads,
+        },
+    )?;
+    println!(
+        "benchmark {} ({} threads, {} timed rounds)",
+        r.name, r.threads, r.rounds
+    );
+    println!(
+        "  seconds per round: {:.4} (best {:.4})",
+        r.seconds_per_round, r.best_round
+    );
+    println!("  GFLOP per round:   {:.3}", r.flops_per_round / 1e9);
+    println!(
+        "  achieved:          {:.1} GFLOP/s = {:.0}% of {} core(s) x {CORE_PEAK_GFLOPS} GFLOP/s peak",
+        r.gflops(),
+        100.0 * r.fraction_of_peak(),
+        r.threads
+    );
+    Ok(())
+}

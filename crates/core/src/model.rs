@@ -80,8 +80,10 @@ impl<'a> Batch<'a> {
 /// Scratch buffers owned by one worker thread and reused across clients and rounds.
 #[derive(Debug, Default)]
 pub struct Workspace {
-    /// General-purpose scratch buffers; a model documents which it uses.
+    /// Scratch buffers for models; a model documents which it uses.
     pub bufs: [Vec<f32>; 4],
+    /// A gradient buffer for algorithms (local training); models never touch it.
+    pub grad: Vec<f32>,
 }
 
 impl Workspace {
@@ -159,6 +161,7 @@ pub trait Model: Send + Sync {
     /// into `chosen`, and the gradient at that model into the replica's slot of
     /// `grads`. Models with a batched kernel override this to share the forward
     /// pass between the assignment and the gradient.
+    #[allow(clippy::too_many_arguments)]
     fn assign_and_grad(
         &self,
         models: &[f32],

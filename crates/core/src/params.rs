@@ -85,7 +85,7 @@ pub fn weighted_mean_into(vectors: &[&[f32]], weights: &[f64], out: &mut [f32]) 
     }
     check_len("weighted mean weights", vectors.len(), weights.len())?;
     let total: f64 = weights.iter().sum();
-    if !(total > 0.0) || weights.iter().any(|w| *w < 0.0 || !w.is_finite()) {
+    if total.is_nan() || total <= 0.0 || weights.iter().any(|w| *w < 0.0 || !w.is_finite()) {
         return Err(CoreError::Invalid {
             what: "weighted mean",
             why: "weights must be non-negative, finite and not all zero".into(),

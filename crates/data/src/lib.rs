@@ -1,1 +1,22 @@
-//! placeholder
+//! fedcluster-data: federated data sets held in memory.
+//!
+//! - [`dataset`]: [`FederatedData`], the per-client training and test data of a
+//!   run plus the ground truth (cluster labels, true parameters) that only metrics
+//!   may read, and its consistency check [`FederatedData::validate`].
+//! - [`synthetic`]: deterministic generators of the synthetic experiments:
+//!   [`ifca_synthetic`] (IFCA, Ghosh et al., Section VI-A) and
+//!   [`mixed_regression`] (two-phase mixed linear regression, Section V).
+//!
+//! Every random draw comes from a [`fedcluster_core::rng::stream`] keyed by what
+//! it is for and by the client it belongs to, so a client's data do not depend on
+//! how many other clients are generated or in which order.
+
+pub mod dataset;
+pub mod error;
+pub mod synthetic;
+
+pub use dataset::{ClientData, FederatedData, GroundTruth, TargetsOwned, Task};
+pub use error::{DataError, Result};
+pub use synthetic::{
+    ClientGroup, IfcaSyntheticSpec, MixedRegressionSpec, ifca_synthetic, mixed_regression,
+};

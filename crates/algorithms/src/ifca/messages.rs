@@ -1,0 +1,71 @@
+//! IFCA messages. Model buffers are shared (`Arc`) in process; `wire_bytes`
+//! counts what a networked transport would send.
+
+use std::sync::Arc;
+
+use fedcluster_core::Message;
+
+/// Server to client: the cluster models of every active replica.
+#[derive(Debug, Clone)]
+pub struct Down {
+    /// Active replicas' models, replica-major: `replicas x k x p` values.
+    pub models: Arc<Vec<f32>>,
+    /// Number of active replicas in `models`.
+    pub replicas: usize,
+    /// Models per replica.
+    pub k: usize,
+    /// Stable identity: for each active replica, the cluster whose model is the
+    /// only one sent; the client then skips the assignment step.
+    pub own: Option<Vec<u32>>,
+}
+
+impl Down {
+    /// Parameters per model.
+    pub fn params_per_model(&self) -> usize {
+        self.models.len() / (self.replicas * self.k).max(1)
+    }
+}
+
+impl Message for Down {
+    fn wire_bytes(&self) -> u64 {
+        let p = self.params_per_model() as u64;
+        let r = self.replicas as u64;
+        match &self.own {
+            Some(_) => r * (p * 4 + 4),
+            None => r * self.k as u64 * p * 4,
+        }
+    }
+
+    fn is_finite(&self) -> bool {
+        fedcluster_core::params::all_finite(&self.models)
+    }
+}
+
+/// Client to server: per active replica, the chosen cluster, its loss and the
+/// gradient (option I) or updated model (option II).
+#[derive(Debug, Clone)]
+pub struct Up {
+    /// Chosen cluster per active replica.
+    pub chosen: Vec<u32>,
+    /// Loss at the chosen model per replica; `None` where it or the update was
+    /// not finite (the replica diverged on this client).
+    pub losses: Vec<Option<f64>>,
+    /// Gradients or models, `replicas x p` values (zeros for a diverged replica).
+    pub payload: Vec<f32>,
+    /// Number of local training samples.
+    pub samples: usize,
+}
+
+impl Message for Up {
+    fn wire_bytes(&self) -> u64 {
+        self.chosen.len() as u64 * 4
+            + self.losses.len() as u64 * 8
+            + self.payload.len() as u64 * 4
+            + 8
+    }
+
+    fn is_finite(&self) -> bool {
+        self.losses.iter().flatten().all(|l| l.is_finite())
+            && fedcluster_core::params::all_finite(&self.payload)
+    }
+}

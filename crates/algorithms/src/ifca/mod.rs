@@ -1,0 +1,36 @@
+//! IFCA, the Iterative Federated Clustering Algorithm.
+//!
+//! Ghosh, Chung, Yin, Ramchandran, "An Efficient Framework for Clustered
+//! Federated Learning", IEEE Trans. Inf. Theory 68(12), 2022 (NeurIPS 2020),
+//! Algorithm 2 and Section IV-C.
+//!
+//! Round protocol (Algorithm 2, lines 2-16), for each of `restarts` independent
+//! replicas run side by side (the paper's random restarts):
+//! 1. The server samples the participating clients `M_t` (a fraction of all).
+//! 2. It broadcasts the `k` cluster models `θ_j` of every replica (line 3); a client
+//!    whose identity has been stable for `stable_rounds` rounds receives only its
+//!    own cluster's model (Section IV-C, communication saving).
+//! 3. Each participant estimates its cluster `ĵ = argmin_j F_i(θ_j)` (line 6).
+//! 4. Option I (gradient averaging): it sends `ĵ` and `g_i = ∇F_i(θ_ĵ)` (line 9).
+//!    Option II (model averaging): it runs `τ` local gradient steps from `θ_ĵ`
+//!    (LocalUpdate, lines 18-21; the assignment's forward pass is the first step)
+//!    and sends `ĵ` and the new model (line 10).
+//! 5. Option I: `θ_j <- θ_j - (γ/|M_t|) Σ_{i in S_j} g_i` (line 14; `|M_t| = m`
+//!    under full participation). Option II: `θ_j <-` the sample-weighted mean of
+//!    the models received from `S_j`; a cluster that received none keeps its model.
+//!
+//! At the end the replica with the lowest training loss (the mean loss of the
+//! clients at their chosen models in the last round) is selected; every replica
+//! is reported. A replica whose loss or update becomes non-finite is dropped; the
+//! run fails only when every replica has diverged.
+
+mod client;
+mod config;
+mod messages;
+mod server;
+
+pub use crate::common::aggregate::Aggregation;
+pub use client::IfcaClient;
+pub use config::Config;
+pub use messages::{Down, Up};
+pub use server::IfcaServer;

@@ -1,0 +1,239 @@
+//! IFCA server half: broadcast, per-cluster aggregation, replica bookkeeping
+//! (Algorithm 2, lines 3-4 and 13-16).
+
+use std::sync::Arc;
+
+use fedcluster_core::federation::weighted_loss;
+use fedcluster_core::params::all_finite;
+use fedcluster_core::{
+    AlgoError, ClientId, Model, Purpose, ReplicaView, Rng, RoundCtx, ServerHalf, Snapshot, stream,
+};
+
+use super::config::Config;
+use super::messages::{Down, Up};
+use crate::common::aggregate::Aggregation;
+use crate::common::aggregate::{apply_gradients, average_models};
+use crate::common::checked::Checked;
+use crate::common::sampling::participants;
+
+/// One independent IFCA run (a random restart).
+#[derive(Debug)]
+struct Replica {
+    /// `k x p` cluster models.
+    models: Vec<f32>,
+    /// Last known cluster of each client.
+    assignment: Vec<Option<usize>>,
+    /// Training loss reported in the last round.
+    train_loss: Option<f64>,
+    /// Set when the replica diverged.
+    diverged: bool,
+}
+
+/// The server half of IFCA.
+#[derive(Debug)]
+pub struct IfcaServer {
+    config: Checked<Config>,
+    p: usize,
+    replicas: Vec<Replica>,
+    /// Rounds since any of a client's assignments last changed.
+    stable_for: Vec<usize>,
+    /// Replicas sent out in the current round, in message order.
+    active: Vec<usize>,
+    participants: usize,
+    sums: Vec<f64>,
+}
+
+impl IfcaServer {
+    /// A server whose replica `r` draws its `k` initial models from the stream
+    /// `(seed, Init, r)`.
+    pub fn new(config: Checked<Config>, model: &dyn Model, num_clients: usize, seed: u64) -> Self {
+        let p = model.num_params();
+        let k = config.clusters;
+        let replicas = (0..config.restarts)
+            .map(|r| {
+                let mut rng = stream(seed, Purpose::Init, r as u64, 0);
+                let mut models = vec![0.0; k * p];
+                for m in models.chunks_exact_mut(p) {
+                    config.init.fill(model, &mut rng, m);
+                }
+                Replica {
+                    models,
+                    assignment: vec![None; num_clients],
+                    train_loss: None,
+                    diverged: false,
+                }
+            })
+            .collect();
+        Self {
+            config,
+            p,
+            replicas,
+            stable_for: vec![0; num_clients],
+            active: Vec::new(),
+            participants: 0,
+            sums: Vec::new(),
+        }
+    }
+
+    /// Cluster models of replica `r`, `k x p` values.
+    pub fn models(&self, r: usize) -> &[f32] {
+        &self.replicas[r].models
+    }
+
+    fn own_clusters(&self, client: ClientId) -> Option<Vec<u32>> {
+        let s = self.config.stable_rounds;
+        if s == 0 || self.stable_for[client] < s {
+            return None;
+        }
+        self.active
+            .iter()
+            .map(|&r| self.replicas[r].assignment[client].map(|c| c as u32))
+            .collect()
+    }
+}
+
+impl ServerHalf for IfcaServer {
+    type Down = Down;
+    type Up = Up;
+
+    fn plan(&mut self, _ctx: &RoundCtx, rng: &mut Rng) -> Result<Vec<(ClientId, Down)>, AlgoError> {
+        self.active = (0..self.replicas.len())
+            .filter(|&r| !self.replicas[r].diverged)
+            .collect();
+        let mut models = Vec::with_capacity(self.active.len() * self.config.clusters * self.p);
+        for &r in &self.active {
+            models.extend_from_slice(&self.replicas[r].models);
+        }
+        let models = Arc::new(models);
+        let chosen = participants(self.stable_for.len(), self.config.participation, rng);
+        self.participants = chosen.len();
+        Ok(chosen
+            .into_iter()
+            .map(|id| {
+                let down = Down {
+                    models: Arc::clone(&models),
+                    replicas: self.active.len(),
+                    k: self.config.clusters,
+                    own: self.own_clusters(id),
+                };
+                (id, down)
+            })
+            .collect())
+    }
+
+    fn absorb(&mut self, ctx: &RoundCtx, replies: Vec<(ClientId, Up)>) -> Result<(), AlgoError> {
+        let (p, k) = (self.p, self.config.clusters);
+        for (id, up) in &replies {
+            if up.chosen.len() != self.active.len()
+                || up.payload.len() != self.active.len() * p
+                || up.chosen.iter().any(|&c| c as usize >= k)
+            {
+                return Err(AlgoError::Protocol(format!(
+                    "round {}: malformed reply from client {id}",
+                    ctx.round
+                )));
+            }
+        }
+        let mut changed = vec![false; self.stable_for.len()];
+        let scale = self.config.lr / self.participants.max(1) as f32;
+        let mut last_failure: Option<(Option<ClientId>, String)> = None;
+        for (slot, &r) in self.active.iter().enumerate() {
+            if let Some((id, _)) = replies.iter().find(|(_, up)| up.losses[slot].is_none()) {
+                self.replicas[r].diverged = true;
+                last_failure = Some((Some(*id), format!("replica {r}: non-finite loss or update")));
+                continue;
+            }
+            let replica = &mut self.replicas[r];
+            for (id, up) in &replies {
+                let c = Some(up.chosen[slot] as usize);
+                changed[*id] |= replica.assignment[*id] != c;
+                replica.assignment[*id] = c;
+            }
+            let contributions = replies.iter().map(|(_, up)| {
+                (
+                    up.chosen[slot] as usize,
+                    &up.payload[slot * p..(slot + 1) * p],
+                )
+            });
+            match self.config.aggregation {
+                Aggregation::Gradient => {
+                    apply_gradients(&mut replica.models, p, scale, contributions)
+                }
+                Aggregation::Model => average_models(
+                    &mut replica.models,
+                    p,
+                    &mut self.sums,
+                    replies.iter().map(|(_, up)| {
+                        (
+                            up.chosen[slot] as usize,
+                            &up.payload[slot * p..(slot + 1) * p],
+                            up.samples as f64,
+                        )
+                    }),
+                ),
+            }
+            replica.train_loss = weighted_loss(
+                replies
+                    .iter()
+                    .map(|(_, up)| (up.losses[slot].unwrap_or(f64::NAN), up.samples)),
+            );
+            if !all_finite(&replica.models) {
+                replica.diverged = true;
+                last_failure = Some((
+                    None,
+                    format!("replica {r}: non-finite cluster model after aggregation"),
+                ));
+            }
+        }
+        for (id, _) in &replies {
+            self.stable_for[*id] = if changed[*id] {
+                0
+            } else {
+                self.stable_for[*id] + 1
+            };
+        }
+        if self.replicas.iter().all(|r| r.diverged) {
+            let (client, detail) = last_failure.unwrap_or((None, "every replica diverged".into()));
+            return Err(AlgoError::Diverged {
+                round: ctx.round,
+                client,
+                detail,
+            });
+        }
+        Ok(())
+    }
+
+    fn snapshot(&self) -> Snapshot<'_> {
+        let p = self.p;
+        let replicas = self
+            .replicas
+            .iter()
+            .map(|r| ReplicaView {
+                models: r.models.chunks_exact(p).collect(),
+                assignment: &r.assignment,
+                train_loss: r.train_loss,
+                diverged: r.diverged,
+            })
+            .collect::<Vec<_>>();
+        Snapshot {
+            selected: select_lowest_loss(&replicas),
+            replicas,
+        }
+    }
+}
+
+/// Index of the non-diverged replica with the lowest training loss (the first
+/// non-diverged one while no loss is known).
+pub(crate) fn select_lowest_loss(replicas: &[ReplicaView<'_>]) -> usize {
+    let mut best: Option<(usize, f64)> = None;
+    for (i, r) in replicas.iter().enumerate() {
+        if r.diverged {
+            continue;
+        }
+        let loss = r.train_loss.unwrap_or(f64::INFINITY);
+        if best.is_none_or(|(_, b)| loss < b) {
+            best = Some((i, loss));
+        }
+    }
+    best.map_or(0, |(i, _)| i)
+}

@@ -1,0 +1,61 @@
+//! Local-training client half: it owns its model across rounds.
+
+use fedcluster_core::{AlgoError, ClientEnv, ClientHalf, RoundCtx};
+use fedcluster_models::local::gd_steps;
+
+use super::server::TrainLocally;
+use crate::common::init::InitScheme;
+use crate::common::messages::ModelReply;
+
+/// The client half of local training.
+#[derive(Debug, Clone)]
+pub struct LocalClient {
+    lr: f32,
+    local_steps: usize,
+    init: InitScheme,
+    params: Option<Vec<f32>>,
+}
+
+impl LocalClient {
+    /// A client with no model yet.
+    pub fn new(lr: f32, local_steps: usize, init: InitScheme) -> Self {
+        Self {
+            lr,
+            local_steps,
+            init,
+            params: None,
+        }
+    }
+}
+
+impl ClientHalf for LocalClient {
+    type Down = TrainLocally;
+    type Up = ModelReply;
+
+    fn handle(
+        &mut self,
+        _ctx: &RoundCtx,
+        _msg: &TrainLocally,
+        env: &mut ClientEnv<'_>,
+    ) -> Result<ModelReply, AlgoError> {
+        let p = env.model.num_params();
+        let params = self.params.get_or_insert_with(|| {
+            let mut v = vec![0.0; p];
+            self.init.fill(env.model, &mut env.rng, &mut v);
+            v
+        });
+        let mut grad = std::mem::take(&mut env.ws.grad);
+        grad.resize(p, 0.0);
+        let loss = gd_steps(
+            env.model,
+            params,
+            env.data,
+            self.lr,
+            self.local_steps,
+            &mut grad,
+            env.ws,
+        );
+        env.ws.grad = grad;
+        Ok(ModelReply::checked(params.clone(), loss, env.data.len()))
+    }
+}

@@ -1,0 +1,140 @@
+//! Local-training server half: it only collects the clients' models.
+
+use serde::{Deserialize, Serialize};
+
+use fedcluster_core::federation::weighted_loss;
+use fedcluster_core::{
+    AlgoError, ClientId, Message, Model, ReplicaView, Rng, RoundCtx, ServerHalf, Snapshot,
+};
+
+use crate::common::checked::{Checked, FieldError, Validate, at_least_one, fraction, positive};
+use crate::common::init::InitScheme;
+use crate::common::messages::ModelReply;
+use crate::common::sampling::participants;
+
+/// Local-training parameters.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Step size.
+    pub lr: f32,
+    /// Gradient steps per round.
+    #[serde(default = "default_local_steps")]
+    pub local_steps: usize,
+    /// Fraction of clients training in each round.
+    #[serde(default = "default_participation")]
+    pub participation: f64,
+    /// How each client draws its initial model.
+    #[serde(default)]
+    pub init: InitScheme,
+}
+
+fn default_local_steps() -> usize {
+    10
+}
+fn default_participation() -> f64 {
+    1.0
+}
+
+impl Validate for Config {
+    fn validate(&self) -> Result<(), FieldError> {
+        positive("lr", f64::from(self.lr))?;
+        at_least_one("local_steps", self.local_steps)?;
+        fraction("participation", self.participation)
+    }
+}
+
+/// Server to client: train your own model (carries no parameters).
+#[derive(Debug, Clone, Copy)]
+pub struct TrainLocally;
+
+impl Message for TrainLocally {
+    fn wire_bytes(&self) -> u64 {
+        4
+    }
+    fn is_finite(&self) -> bool {
+        true
+    }
+}
+
+/// The local-training server half.
+#[derive(Debug)]
+pub struct LocalServer {
+    config: Checked<Config>,
+    p: usize,
+    /// Latest model of every client, `m x p` values.
+    models: Vec<f32>,
+    assignment: Vec<Option<usize>>,
+    train_loss: Option<f64>,
+}
+
+impl LocalServer {
+    /// A server for `num_clients` clients.
+    pub fn new(config: Checked<Config>, model: &dyn Model, num_clients: usize) -> Self {
+        let p = model.num_params();
+        Self {
+            config,
+            p,
+            models: vec![0.0; num_clients * p],
+            assignment: vec![None; num_clients],
+            train_loss: None,
+        }
+    }
+}
+
+impl ServerHalf for LocalServer {
+    type Down = TrainLocally;
+    type Up = ModelReply;
+
+    fn plan(
+        &mut self,
+        _ctx: &RoundCtx,
+        rng: &mut Rng,
+    ) -> Result<Vec<(ClientId, TrainLocally)>, AlgoError> {
+        let chosen = participants(self.assignment.len(), self.config.participation, rng);
+        Ok(chosen.into_iter().map(|id| (id, TrainLocally)).collect())
+    }
+
+    fn absorb(
+        &mut self,
+        ctx: &RoundCtx,
+        replies: Vec<(ClientId, ModelReply)>,
+    ) -> Result<(), AlgoError> {
+        let p = self.p;
+        for (id, up) in &replies {
+            if up.payload.len() != p {
+                return Err(AlgoError::Protocol(format!(
+                    "round {}: malformed reply from client {id}",
+                    ctx.round
+                )));
+            }
+            if up.loss.is_none() {
+                return Err(AlgoError::Diverged {
+                    round: ctx.round,
+                    client: Some(*id),
+                    detail: "non-finite loss or local model".into(),
+                });
+            }
+            self.models[id * p..(id + 1) * p].copy_from_slice(&up.payload);
+            self.assignment[*id] = Some(*id);
+        }
+        self.train_loss = weighted_loss(
+            replies
+                .iter()
+                .map(|(_, up)| (up.loss.unwrap_or(f64::NAN), up.samples)),
+        );
+        Ok(())
+    }
+
+    fn snapshot(&self) -> Snapshot<'_> {
+        Snapshot {
+            replicas: vec![ReplicaView {
+                models: self.models.chunks_exact(self.p).collect(),
+                assignment: &self.assignment,
+                train_loss: self.train_loss,
+                diverged: false,
+            }],
+            selected: 0,
+        }
+    }
+}

@@ -1,0 +1,66 @@
+//! One-shot clustering client half.
+
+use fedcluster_core::{AlgoError, ClientEnv, ClientHalf, RoundCtx};
+use fedcluster_models::local::gd_steps;
+
+use super::config::Config;
+use super::messages::{Down, Up};
+use crate::common::init::InitScheme;
+use crate::common::messages::ModelReply;
+use crate::fedavg::FedAvgClient;
+
+/// The client half of one-shot clustering.
+#[derive(Debug, Clone)]
+pub struct OneShotClient {
+    erm_steps: usize,
+    erm_lr: f32,
+    erm_init: InitScheme,
+    fedavg: FedAvgClient,
+}
+
+impl OneShotClient {
+    /// A client for the given configuration.
+    pub fn new(config: &Config) -> Self {
+        Self {
+            erm_steps: config.erm_steps,
+            erm_lr: config.erm_lr,
+            erm_init: config.erm_init,
+            fedavg: FedAvgClient::new(config.aggregation, config.lr, config.local_steps),
+        }
+    }
+}
+
+impl ClientHalf for OneShotClient {
+    type Down = Down;
+    type Up = Up;
+
+    fn handle(
+        &mut self,
+        _ctx: &RoundCtx,
+        msg: &Down,
+        env: &mut ClientEnv<'_>,
+    ) -> Result<Up, AlgoError> {
+        match msg {
+            Down::Erm => {
+                let p = env.model.num_params();
+                let mut params = vec![0.0; p];
+                self.erm_init.fill(env.model, &mut env.rng, &mut params);
+                let mut grad = std::mem::take(&mut env.ws.grad);
+                grad.resize(p, 0.0);
+                gd_steps(
+                    env.model,
+                    &mut params,
+                    env.data,
+                    self.erm_lr,
+                    self.erm_steps,
+                    &mut grad,
+                    env.ws,
+                );
+                env.ws.grad = grad;
+                let loss = env.model.loss(&params, env.data, env.ws);
+                Ok(Up::Erm(ModelReply::checked(params, loss, env.data.len())))
+            }
+            Down::Train(m) => Ok(Up::Train(self.fedavg.train(m.model(), env))),
+        }
+    }
+}

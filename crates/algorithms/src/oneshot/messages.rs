@@ -1,0 +1,51 @@
+//! One-shot clustering messages: the ERM phase, then FedAvg's.
+
+use fedcluster_core::Message;
+
+use crate::common::messages::{ClusterModel, ModelReply};
+
+/// Server to client.
+#[derive(Debug, Clone)]
+pub enum Down {
+    /// Phase 1: compute and send your local ERM.
+    Erm,
+    /// Phase 2: a FedAvg round inside your cluster.
+    Train(ClusterModel),
+}
+
+/// Client to server.
+#[derive(Debug, Clone)]
+pub enum Up {
+    /// Phase 1: the local ERM.
+    Erm(ModelReply),
+    /// Phase 2: the FedAvg reply.
+    Train(ModelReply),
+}
+
+impl Message for Down {
+    fn wire_bytes(&self) -> u64 {
+        match self {
+            Down::Erm => 4,
+            Down::Train(m) => 4 + m.wire_bytes(),
+        }
+    }
+    fn is_finite(&self) -> bool {
+        match self {
+            Down::Erm => true,
+            Down::Train(m) => m.is_finite(),
+        }
+    }
+}
+
+impl Message for Up {
+    fn wire_bytes(&self) -> u64 {
+        match self {
+            Up::Erm(m) | Up::Train(m) => 4 + m.wire_bytes(),
+        }
+    }
+    fn is_finite(&self) -> bool {
+        match self {
+            Up::Erm(m) | Up::Train(m) => m.is_finite(),
+        }
+    }
+}

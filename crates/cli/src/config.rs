@@ -1,0 +1,204 @@
+//! The run configuration: a TOML file describing data, model, algorithm, rounds
+//! and seed. Unknown keys and bad values are rejected with their field path.
+
+use std::path::Path;
+
+use anyhow::{Context, Result, anyhow, bail};
+use serde::{Deserialize, Serialize};
+
+use fedcluster_algorithms::{Checked, FieldError, fedavg, ifca, local, oneshot};
+
+/// A whole experiment.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunConfig {
+    /// Free-form name, used in reports.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Seed of every random stream of the run.
+    #[serde(default)]
+    pub seed: u64,
+    /// Number of federated rounds.
+    pub rounds: usize,
+    /// Worker threads (0: one per core). Results do not depend on it.
+    #[serde(default)]
+    pub threads: usize,
+    /// Evaluate the test clients every this many rounds (0: last round only).
+    #[serde(default)]
+    pub eval_every: usize,
+    /// The federated data set.
+    pub data: DataConfig,
+    /// The model architecture.
+    #[serde(default)]
+    pub model: ModelConfig,
+    /// The algorithm and its parameters.
+    pub algorithm: AlgorithmConfig,
+}
+
+/// Data sets.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum DataConfig {
+    /// IFCA paper, Section VI-A: Bernoulli cluster parameters of norm `separation`.
+    IfcaSynthetic(fedcluster_data::synthetic::IfcaSyntheticSpec),
+    /// Su, Xu, Yang 2024, Section V: mixed linear regression with unequal clients.
+    MixedRegression(fedcluster_data::synthetic::MixedRegressionSpec),
+}
+
+/// Model architectures; input and output sizes come from the data.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum ModelConfig {
+    /// Linear regression, squared loss, no bias.
+    #[default]
+    Linear,
+    /// Multinomial logistic regression.
+    Logistic,
+}
+
+/// Algorithms, chosen by `name`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "name", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum AlgorithmConfig {
+    /// IFCA (Ghosh et al. 2022, Algorithm 2).
+    Ifca(ifca::Config),
+    /// One-shot clustering (Ghosh et al. 2022, Algorithm 1).
+    Oneshot(oneshot::Config),
+    /// One global model trained with FedAvg.
+    Global(fedavg::Config),
+    /// FedAvg inside the true clusters.
+    Oracle(fedavg::Config),
+    /// Every client trains alone.
+    Local(local::Config),
+}
+
+impl AlgorithmConfig {
+    /// The `name` of the algorithm as written in configs.
+    pub fn name(&self) -> &'static str {
+        match self {
+            AlgorithmConfig::Ifca(_) => "ifca",
+            AlgorithmConfig::Oneshot(_) => "oneshot",
+            AlgorithmConfig::Global(_) => "global",
+            AlgorithmConfig::Oracle(_) => "oracle",
+            AlgorithmConfig::Local(_) => "local",
+        }
+    }
+}
+
+/// The embedded default experiment: IFCA on the IFCA paper's synthetic mixture.
+pub const DEFAULT_CONFIG: &str = include_str!("../../../configs/ifca-synthetic.toml");
+
+impl RunConfig {
+    /// Parses TOML text, applies `key=value` overrides and validates the result.
+    /// `origin` names the source in error messages.
+    pub fn parse(text: &str, overrides: &[String], origin: &str) -> Result<Self> {
+        let mut table: toml::Table = toml::from_str(text).map_err(|e| {
+            anyhow!("{origin}: invalid TOML: {}", e.message().trim())
+                .context(one_line(&e.to_string()))
+        })?;
+        for o in overrides {
+            apply_override(&mut table, o)?;
+        }
+        let config: RunConfig = serde_path_to_error::deserialize(toml::Value::Table(table))
+            .map_err(|e| {
+                let path = e.path().to_string();
+                let inner = one_line(&e.inner().to_string());
+                if path == "." || path.is_empty() {
+                    anyhow!("{origin}: {inner}")
+                } else {
+                    anyhow!("{origin}: field `{path}`: {inner}")
+                }
+            })?;
+        config
+            .validate()
+            .map_err(|e| anyhow!("{origin}: field `{}`: {}", e.field, e.message))?;
+        Ok(config)
+    }
+
+    /// Reads and parses a config file.
+    pub fn load(path: &Path, overrides: &[String]) -> Result<Self> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read config {}", path.display()))?;
+        Self::parse(&text, overrides, &path.display().to_string())
+    }
+
+    /// The config as TOML, every default filled in.
+    pub fn to_toml(&self) -> Result<String> {
+        Ok(toml::to_string_pretty(self)?)
+    }
+
+    fn validate(&self) -> Result<(), FieldError> {
+        if self.rounds == 0 {
+            return Err(FieldError::new("rounds", "must be at least 1, got 0"));
+        }
+        match &self.data {
+            DataConfig::IfcaSynthetic(s) => s.validate(),
+            DataConfig::MixedRegression(s) => s.validate(),
+        }
+        .map_err(|e| match e {
+            fedcluster_data::DataError::Invalid { field, why } => {
+                FieldError::new(field, why).within("data")
+            }
+        })?;
+        self.checked_algorithm()
+            .map(|_| ())
+            .map_err(|e| e.within("algorithm"))
+    }
+
+    /// Validates the algorithm's parameters on their own.
+    pub fn checked_algorithm(&self) -> Result<CheckedAlgorithm, FieldError> {
+        Ok(match &self.algorithm {
+            AlgorithmConfig::Ifca(c) => CheckedAlgorithm::Ifca(Checked::new(c.clone())?),
+            AlgorithmConfig::Oneshot(c) => CheckedAlgorithm::Oneshot(Checked::new(c.clone())?),
+            AlgorithmConfig::Global(c) => CheckedAlgorithm::Global(Checked::new(c.clone())?),
+            AlgorithmConfig::Oracle(c) => CheckedAlgorithm::Oracle(Checked::new(c.clone())?),
+            AlgorithmConfig::Local(c) => CheckedAlgorithm::Local(Checked::new(c.clone())?),
+        })
+    }
+}
+
+/// An algorithm config that passed validation.
+#[derive(Debug, Clone)]
+pub enum CheckedAlgorithm {
+    /// IFCA.
+    Ifca(Checked<ifca::Config>),
+    /// One-shot clustering.
+    Oneshot(Checked<oneshot::Config>),
+    /// Global FedAvg.
+    Global(Checked<fedavg::Config>),
+    /// Oracle clustering.
+    Oracle(Checked<fedavg::Config>),
+    /// Local training.
+    Local(Checked<local::Config>),
+}
+
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Applies one `--set key.path=value` override; `value` is read as a TOML value
+/// (`3`, `0.1`, `true`, `"text"`, `[1, 2]`), or as a plain string if it is not one.
+fn apply_override(table: &mut toml::Table, assignment: &str) -> Result<()> {
+    let Some((key, raw)) = assignment.split_once('=') else {
+        bail!("--set {assignment}: expected key=value");
+    };
+    let key = key.trim();
+    let value = toml::from_str::<toml::Table>(&format!("v = {raw}"))
+        .ok()
+        .and_then(|mut t| t.remove("v"))
+        .unwrap_or_else(|| toml::Value::String(raw.trim().to_string()));
+    let parts: Vec<&str> = key.split('.').collect();
+    if parts.iter().any(|p| p.is_empty()) {
+        bail!("--set {assignment}: empty key segment");
+    }
+    let mut node = table;
+    for part in &parts[..parts.len() - 1] {
+        node = node
+            .entry(part.to_string())
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()))
+            .as_table_mut()
+            .ok_or_else(|| anyhow!("--set {key}: `{part}` is not a table"))?;
+    }
+    node.insert(parts[parts.len() - 1].to_string(), value);
+    Ok(())
+}

@@ -1,0 +1,208 @@
+//! Executes one configured experiment in process: builds the data, the model and
+//! the algorithm's halves, runs the engine and collects metric records.
+
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+
+use fedcluster_algorithms::{fedavg, ifca, local, oneshot, oracle};
+use fedcluster_core::{Batch, ClientHalf, Model, ServerHalf};
+use fedcluster_data::{FederatedData, Task};
+use fedcluster_models::{LinearRegression, LogisticRegression};
+use fedcluster_sim::record::{RoundRecord, TestSet, Truth, records};
+use fedcluster_sim::{InProcess, run};
+
+use crate::config::{CheckedAlgorithm, DataConfig, ModelConfig, RunConfig};
+
+/// Everything a run produced.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// One record per replica per round, round-major.
+    pub records: Vec<RoundRecord>,
+    /// The replica the algorithm selected at the end.
+    pub selected: usize,
+    /// Number of replicas.
+    pub replicas: usize,
+    /// Wall-clock seconds of the federated rounds.
+    pub wall_seconds: f64,
+}
+
+impl Outcome {
+    /// The selected replica's record of the last round.
+    pub fn final_record(&self) -> Option<&RoundRecord> {
+        self.records
+            .iter()
+            .rev()
+            .find(|r| r.replica == self.selected)
+    }
+
+    /// Every replica's record of the last round.
+    pub fn final_records(&self) -> Vec<&RoundRecord> {
+        let last = self.records.last().map_or(0, |r| r.round);
+        self.records.iter().filter(|r| r.round == last).collect()
+    }
+}
+
+/// Generates the configured data set.
+pub fn build_data(config: &RunConfig) -> Result<FederatedData> {
+    let data = match &config.data {
+        DataConfig::IfcaSynthetic(spec) => {
+            fedcluster_data::synthetic::ifca_synthetic(spec, config.seed)
+        }
+        DataConfig::MixedRegression(spec) => {
+            fedcluster_data::synthetic::mixed_regression(spec, config.seed)
+        }
+    }
+    .context("cannot build the data set")?;
+    Ok(data)
+}
+
+/// Builds the configured model for `data`.
+pub fn build_model(config: &RunConfig, data: &FederatedData) -> Result<Box<dyn Model>> {
+    Ok(match (config.model, &data.task) {
+        (ModelConfig::Linear, Task::Regression) => Box::new(LinearRegression::new(data.dim)?),
+        (ModelConfig::Logistic, Task::Classification { classes }) => {
+            Box::new(LogisticRegression::new(data.dim, *classes)?)
+        }
+        (ModelConfig::Linear, _) => {
+            bail!("field `model.kind`: `linear` needs a regression data set")
+        }
+        (ModelConfig::Logistic, _) => {
+            bail!("field `model.kind`: `logistic` needs a classification data set")
+        }
+    })
+}
+
+/// What the caller sees after each round.
+#[derive(Debug, Clone, Copy)]
+pub struct Progress {
+    /// Round index, from 0.
+    pub round: usize,
+    /// Training loss of the best replica so far.
+    pub train_loss: Option<f64>,
+}
+
+/// Runs `config` on `data`, calling `progress` after every round.
+pub fn execute(
+    config: &RunConfig,
+    data: &FederatedData,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Outcome> {
+    let model = build_model(config, data)?;
+    let model: &dyn Model = model.as_ref();
+    let algorithm = config
+        .checked_algorithm()
+        .map_err(|e| anyhow::anyhow!("field `algorithm.{}`: {}", e.field, e.message))?;
+    let m = data.train.len();
+    let seed = config.seed;
+    let ctx = Driver {
+        config,
+        data,
+        model,
+        train: data.train.iter().map(|c| c.batch(data.dim)).collect(),
+        test: data.test.iter().map(|c| c.batch(data.dim)).collect(),
+    };
+    match algorithm {
+        CheckedAlgorithm::Ifca(c) => {
+            let client = ifca::IfcaClient::new(c.aggregation, c.lr, c.local_steps);
+            ctx.drive(
+                ifca::IfcaServer::new(c, model, m, seed),
+                vec![client; m],
+                progress,
+            )
+        }
+        CheckedAlgorithm::Oneshot(c) => {
+            let client = oneshot::OneShotClient::new(&c);
+            ctx.drive(
+                oneshot::OneShotServer::new(c, m, seed),
+                vec![client; m],
+                progress,
+            )
+        }
+        CheckedAlgorithm::Global(c) => {
+            let client = fedavg::FedAvgClient::new(c.aggregation, c.lr, c.local_steps);
+            let server = fedavg::FedAvgServer::new(c, model, 1, vec![0; m], seed)?;
+            ctx.drive(server, vec![client; m], progress)
+        }
+        CheckedAlgorithm::Oracle(c) => {
+            let client = fedavg::FedAvgClient::new(c.aggregation, c.lr, c.local_steps);
+            let truth = oracle::TrueClusters {
+                clusters: data.truth.clusters,
+                labels: data.truth.train_labels.clone(),
+            };
+            let server = oracle::server(c, model, truth, seed)?;
+            ctx.drive(server, vec![client; m], progress)
+        }
+        CheckedAlgorithm::Local(c) => {
+            let client = local::LocalClient::new(c.lr, c.local_steps, c.init);
+            ctx.drive(
+                local::LocalServer::new(c, model, m),
+                vec![client; m],
+                progress,
+            )
+        }
+    }
+}
+
+struct Driver<'a> {
+    config: &'a RunConfig,
+    data: &'a FederatedData,
+    model: &'a dyn Model,
+    train: Vec<Batch<'a>>,
+    test: Vec<Batch<'a>>,
+}
+
+impl Driver<'_> {
+    fn drive<S, C>(
+        &self,
+        mut server: S,
+        clients: Vec<C>,
+        progress: &mut dyn FnMut(Progress),
+    ) -> Result<Outcome>
+    where
+        S: ServerHalf,
+        C: ClientHalf<Down = S::Down, Up = S::Up>,
+    {
+        let cfg = self.config;
+        let mut transport = InProcess::new(
+            clients,
+            self.train.clone(),
+            self.model,
+            cfg.seed,
+            cfg.threads,
+        )?;
+        let truth = Truth {
+            clusters: self.data.truth.clusters,
+            labels: &self.data.truth.train_labels,
+            params: self.data.truth.params.as_deref(),
+        };
+        let test = TestSet {
+            model: self.model,
+            clients: &self.test,
+        };
+        let mut all = Vec::new();
+        let (mut selected, mut replicas) = (0, 0);
+        let start = Instant::now();
+        run(&mut server, &mut transport, cfg.rounds, cfg.seed, |event| {
+            let last = event.round + 1 == cfg.rounds;
+            let periodic = cfg.eval_every > 0 && (event.round + 1) % cfg.eval_every == 0;
+            let evaluate = (last || periodic) && !self.test.is_empty();
+            let recs = records(&event, &truth, evaluate.then_some(&test));
+            selected = event.snapshot.selected;
+            replicas = recs.len();
+            progress(Progress {
+                round: event.round,
+                train_loss: recs.get(selected).and_then(|r| r.train_loss),
+            });
+            all.extend(recs);
+            Ok(())
+        })
+        .context("federated run failed")?;
+        Ok(Outcome {
+            records: all,
+            selected,
+            replicas,
+            wall_seconds: start.elapsed().as_secs_f64(),
+        })
+    }
+}

@@ -1,0 +1,11 @@
+//! The `fedcluster` command's library: configs, experiment execution, run
+//! directories, reproductions and benchmarks. The only crate that knows every
+//! other one; the binary in `main.rs` is a thin clap front end over it.
+
+pub mod bench;
+pub mod config;
+pub mod experiment;
+pub mod plot;
+pub mod reproduce;
+pub mod rundir;
+pub mod table;

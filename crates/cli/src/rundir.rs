@@ -1,0 +1,256 @@
+//! The run directory: `config.toml` (resolved), `metrics.csv` (a row per round of
+//! the selected replica), `replicas.csv` (every replica, when there are several),
+//! `timing.csv` (seconds and bytes per round) and `summary.json`.
+//!
+//! Files are written into `DIR.partial` and the directory is renamed to `DIR`
+//! only once everything is on disk, so a directory named `DIR` is always
+//! complete. `metrics.csv` holds no timings, so it is byte-identical for the same
+//! config and seed whatever the thread count.
+
+use std::fmt::Write as _;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use serde::Serialize;
+
+use fedcluster_sim::record::RoundRecord;
+
+use crate::config::RunConfig;
+use crate::experiment::Outcome;
+
+/// Final metrics of the selected replica.
+#[derive(Debug, Serialize)]
+pub struct Final {
+    /// Training loss in the last round.
+    pub train_loss: Option<f64>,
+    /// Parameter error against the true parameters (synthetic data).
+    pub param_error: Option<f64>,
+    /// Fraction of misclustered training clients.
+    pub misclustering: Option<f64>,
+    /// Test accuracy (classification).
+    pub test_accuracy: Option<f64>,
+    /// Test loss.
+    pub test_loss: Option<f64>,
+}
+
+/// Final metrics of one replica.
+#[derive(Debug, Serialize)]
+pub struct ReplicaSummary {
+    /// Replica index.
+    pub replica: usize,
+    /// Training loss in the last round.
+    pub train_loss: Option<f64>,
+    /// Parameter error.
+    pub param_error: Option<f64>,
+    /// Misclustering.
+    pub misclustering: Option<f64>,
+    /// Whether it diverged.
+    pub diverged: bool,
+}
+
+/// `summary.json`.
+#[derive(Debug, Serialize)]
+pub struct Summary {
+    /// Algorithm name.
+    pub algorithm: String,
+    /// Config name, if any.
+    pub name: Option<String>,
+    /// Run seed.
+    pub seed: u64,
+    /// Rounds run.
+    pub rounds: usize,
+    /// Worker threads requested (0: one per core).
+    pub threads: usize,
+    /// Wall-clock seconds of the federated rounds.
+    pub wall_seconds: f64,
+    /// Mean seconds per round.
+    pub seconds_per_round: f64,
+    /// Total bytes sent down.
+    pub bytes_down: u64,
+    /// Total bytes sent up.
+    pub bytes_up: u64,
+    /// The replica the algorithm selected.
+    pub selected_replica: usize,
+    /// Final metrics of the selected replica.
+    #[serde(rename = "final")]
+    pub final_: Final,
+    /// Final metrics of every replica.
+    pub replicas: Vec<ReplicaSummary>,
+}
+
+impl Summary {
+    /// The summary of `outcome`.
+    pub fn new(config: &RunConfig, outcome: &Outcome) -> Self {
+        let selected: Vec<&RoundRecord> = outcome
+            .records
+            .iter()
+            .filter(|r| r.replica == outcome.selected)
+            .collect();
+        let last = selected.last();
+        let rounds = selected.len();
+        Self {
+            algorithm: config.algorithm.name().to_string(),
+            name: config.name.clone(),
+            seed: config.seed,
+            rounds,
+            threads: config.threads,
+            wall_seconds: outcome.wall_seconds,
+            seconds_per_round: outcome.wall_seconds / rounds.max(1) as f64,
+            bytes_down: selected.iter().map(|r| r.bytes_down).sum(),
+            bytes_up: selected.iter().map(|r| r.bytes_up).sum(),
+            selected_replica: outcome.selected,
+            final_: Final {
+                train_loss: last.and_then(|r| r.train_loss),
+                param_error: last.and_then(|r| r.param_error),
+                misclustering: last.and_then(|r| r.misclustering),
+                test_accuracy: last.and_then(|r| r.test_accuracy),
+                test_loss: last.and_then(|r| r.test_loss),
+            },
+            replicas: outcome
+                .final_records()
+                .into_iter()
+                .map(|r| ReplicaSummary {
+                    replica: r.replica,
+                    train_loss: r.train_loss,
+                    param_error: r.param_error,
+                    misclustering: r.misclustering,
+                    diverged: r.diverged,
+                })
+                .collect(),
+        }
+    }
+}
+
+fn opt(v: Option<f64>) -> String {
+    v.map(|x| x.to_string()).unwrap_or_default()
+}
+
+/// `metrics.csv` text for the given records (no timings).
+pub fn metrics_csv<'a>(
+    records: impl IntoIterator<Item = &'a RoundRecord>,
+    with_replica: bool,
+) -> String {
+    let mut out = String::new();
+    if with_replica {
+        out.push_str("replica,");
+    }
+    out.push_str("round,train_loss,param_error,misclustering,test_loss,test_accuracy,participants,bytes_down,bytes_up,diverged\n");
+    for r in records {
+        if with_replica {
+            let _ = write!(out, "{},", r.replica);
+        }
+        let _ = writeln!(
+            out,
+            "{},{},{},{},{},{},{},{},{},{}",
+            r.round,
+            opt(r.train_loss),
+            opt(r.param_error),
+            opt(r.misclustering),
+            opt(r.test_loss),
+            opt(r.test_accuracy),
+            r.participants,
+            r.bytes_down,
+            r.bytes_up,
+            r.diverged
+        );
+    }
+    out
+}
+
+/// A run directory being written.
+pub struct RunDir {
+    target: PathBuf,
+    partial: PathBuf,
+}
+
+impl RunDir {
+    /// Prepares `target`: it must not exist (or be empty) unless `overwrite`.
+    pub fn create(target: &Path, overwrite: bool) -> Result<Self> {
+        if target.exists() {
+            let empty = fs::read_dir(target)
+                .map(|mut d| d.next().is_none())
+                .unwrap_or(false);
+            if !empty && !overwrite {
+                bail!(
+                    "output directory {} already exists; pass --overwrite to replace it or choose another --out",
+                    target.display()
+                );
+            }
+        }
+        let mut partial = target.as_os_str().to_owned();
+        partial.push(".partial");
+        let partial = PathBuf::from(partial);
+        if partial.exists() {
+            fs::remove_dir_all(&partial)
+                .with_context(|| format!("cannot clear {}", partial.display()))?;
+        }
+        fs::create_dir_all(&partial)
+            .with_context(|| format!("cannot create {}", partial.display()))?;
+        Ok(Self {
+            target: target.to_path_buf(),
+            partial,
+        })
+    }
+
+    /// Writes a file into the partial directory.
+    pub fn write(&self, name: &str, contents: &str) -> Result<()> {
+        let path = self.partial.join(name);
+        fs::write(&path, contents).with_context(|| format!("cannot write {}", path.display()))
+    }
+
+    /// Records a failure in the partial directory (which keeps its `.partial`
+    /// name, so it never looks complete) and returns its path.
+    pub fn fail(self, error: &anyhow::Error) -> PathBuf {
+        let _ = fs::write(self.partial.join("error.txt"), format!("{error:#}\n"));
+        self.partial
+    }
+
+    /// Moves the finished directory into place.
+    pub fn finish(self) -> Result<PathBuf> {
+        if self.target.exists() {
+            fs::remove_dir_all(&self.target)
+                .with_context(|| format!("cannot replace {}", self.target.display()))?;
+        }
+        fs::rename(&self.partial, &self.target).with_context(|| {
+            format!(
+                "cannot move {} to {}",
+                self.partial.display(),
+                self.target.display()
+            )
+        })?;
+        Ok(self.target)
+    }
+}
+
+/// Writes every file of a finished run.
+pub fn write_run(dir: &RunDir, config: &RunConfig, outcome: &Outcome) -> Result<Summary> {
+    dir.write("config.toml", &config.to_toml()?)?;
+    let selected = outcome
+        .records
+        .iter()
+        .filter(|r| r.replica == outcome.selected);
+    dir.write("metrics.csv", &metrics_csv(selected, false))?;
+    if outcome.replicas > 1 {
+        dir.write("replicas.csv", &metrics_csv(&outcome.records, true))?;
+    }
+    let mut timing = String::from("round,seconds,bytes_down,bytes_up\n");
+    for r in outcome
+        .records
+        .iter()
+        .filter(|r| r.replica == outcome.selected)
+    {
+        let _ = writeln!(
+            timing,
+            "{},{},{},{}",
+            r.round, r.seconds, r.bytes_down, r.bytes_up
+        );
+    }
+    dir.write("timing.csv", &timing)?;
+    let summary = Summary::new(config, outcome);
+    dir.write(
+        "summary.json",
+        &(serde_json::to_string_pretty(&summary)? + "\n"),
+    )?;
+    Ok(summary)
+}

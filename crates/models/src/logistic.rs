@@ -1,0 +1,344 @@
+//! Multinomial logistic regression: `p(y = c | x) = softmax(W x + b)_c`, trained on
+//! the mean softmax cross-entropy.
+//!
+//! Parameters are `W` (`classes × dim`, row-major) followed by `b` (`classes`).
+//! Logits of a batch are one GEMM `X · Wᵀ`; with `Δ = softmax(Z) - onehot(y)` the
+//! gradient is `(1/n) Δᵀ X` for `W` (one GEMM) and the column means of `Δ` for `b`.
+//! The log-sum-exp subtracts each row's largest logit, so large logits do not
+//! overflow. Several models are evaluated with one GEMM against their weights
+//! stacked into a scratch matrix.
+//!
+//! Workspace buffers: `bufs[0]` logits (`n × models·classes`, turned into `Δ` in
+//! place by `loss_grad`); `bufs[1]` the stacked weights (`models·classes × dim`,
+//! only for more than one model); `assign_and_grad` also uses `bufs[2]` for `Δ` of
+//! the chosen models (`n × replicas·classes`) and `bufs[3]` for their weight
+//! gradients (`replicas·classes × dim`).
+
+use fedcluster_core::linalg::{MatMut, MatRef, matmul};
+use fedcluster_core::model::argmin_f64;
+use fedcluster_core::{Batch, Model, Rng, Targets, Workspace};
+use rand::Rng as _;
+
+use crate::{ModelError, Result, TargetKind, fits, inv_len};
+
+/// Multinomial logistic regression over `dim` features and `classes` classes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LogisticRegression {
+    /// Number of features.
+    pub dim: usize,
+    /// Number of classes.
+    pub classes: usize,
+}
+
+impl LogisticRegression {
+    /// A model over `dim >= 1` features and `classes >= 2` classes.
+    pub fn new(dim: usize, classes: usize) -> Result<Self> {
+        let why = if dim == 0 {
+            "dim must be at least 1"
+        } else if classes < 2 {
+            "classes must be at least 2"
+        } else {
+            return Ok(Self { dim, classes });
+        };
+        Err(ModelError::Invalid {
+            model: "logistic",
+            why: why.into(),
+        })
+    }
+
+    /// Logistic regression trains on class indices below `classes`.
+    pub fn target_kind(&self) -> TargetKind {
+        TargetKind::Class {
+            classes: self.classes,
+        }
+    }
+
+    /// Checks that `batch` fits this model (see [`crate::check_batch`]).
+    pub fn check_batch(&self, batch: Batch<'_>) -> Result<()> {
+        crate::check_batch(self.name(), self.dim, self.target_kind(), batch)
+    }
+
+    /// The class targets of `batch` if the batch fits the model (class indices
+    /// are not checked here: an out-of-range one gives a NaN loss).
+    fn targets<'a>(&self, batch: Batch<'a>) -> Option<&'a [u32]> {
+        match batch.y {
+            Targets::Class(y) if self.classes > 0 && fits(batch, self.dim) => Some(y),
+            _ => None,
+        }
+    }
+
+    /// Biased logits `z (n × count·classes)` of `count` models stored back to back;
+    /// `wstack` (`count·classes × dim`) is scratch, unused when `count == 1`.
+    fn logits(&self, x: &[f32], models: &[f32], count: usize, wstack: &mut [f32], z: &mut [f32]) {
+        let (c, d) = (self.classes, self.dim);
+        let (n, p, width) = (z.len() / (count * c), self.num_params(), count * c);
+        let w = if count == 1 {
+            &models[..c * d]
+        } else {
+            for (dst, m) in wstack.chunks_exact_mut(c * d).zip(models.chunks_exact(p)) {
+                dst.copy_from_slice(&m[..c * d]);
+            }
+            &*wstack
+        };
+        matmul(
+            MatMut::row_major(z, n, width),
+            MatRef::row_major(x, n, d),
+            MatRef::row_major(w, width, d).t(),
+            false,
+            1.0,
+        );
+        for row in z.chunks_exact_mut(width) {
+            for (zk, m) in row.chunks_exact_mut(c).zip(models.chunks_exact(p)) {
+                for (v, b) in zk.iter_mut().zip(&m[c * d..]) {
+                    *v += b;
+                }
+            }
+        }
+    }
+
+    /// `out[k]` = mean cross-entropy of model `k` from biased logits `z`.
+    fn mean_losses(&self, z: &[f32], y: &[u32], out: &mut [f64]) {
+        out.fill(0.0);
+        for (row, &yi) in z.chunks_exact(out.len() * self.classes).zip(y) {
+            for (o, zk) in out.iter_mut().zip(row.chunks_exact(self.classes)) {
+                *o += sample_loss(zk, yi);
+            }
+        }
+        let s = inv_len(y.len());
+        for o in out {
+            *o *= s;
+        }
+    }
+}
+
+fn row_max(z: &[f32]) -> f32 {
+    z.iter().fold(f32::NEG_INFINITY, |a, &b| a.max(b))
+}
+
+/// Cross-entropy `log Σ exp(z) - z_y` of one sample, stable; NaN if `y` is out of
+/// range or a logit is not finite.
+fn sample_loss(z: &[f32], y: u32) -> f64 {
+    let Some(&zy) = z.get(y as usize) else {
+        return f64::NAN;
+    };
+    let m = row_max(z);
+    let s: f32 = z.iter().map(|&v| (v - m).exp()).sum();
+    f64::from(m) - f64::from(zy) + f64::from(s).ln()
+}
+
+/// Overwrites logits `z` by `softmax(z) - onehot(y)` (all NaN if `y` is out of range).
+fn softmax_minus_onehot(z: &mut [f32], y: u32) {
+    let m = row_max(z);
+    let mut s = 0.0;
+    for v in z.iter_mut() {
+        *v = (*v - m).exp();
+        s += *v;
+    }
+    let inv = 1.0 / s;
+    for v in z.iter_mut() {
+        *v *= inv;
+    }
+    match z.get_mut(y as usize) {
+        Some(v) => *v -= 1.0,
+        None => z.fill(f32::NAN),
+    }
+}
+
+/// `gb = scale · Σ_rows delta[row, ..]` for `delta` rows of `gb.len()` columns
+/// taken at `offset` within rows of `stride` values.
+fn bias_grad(delta: &[f32], stride: usize, offset: usize, scale: f32, gb: &mut [f32]) {
+    gb.fill(0.0);
+    for row in delta.chunks_exact(stride) {
+        for (g, v) in gb.iter_mut().zip(&row[offset..]) {
+            *g += v;
+        }
+    }
+    for g in gb {
+        *g *= scale;
+    }
+}
+
+impl Model for LogisticRegression {
+    fn name(&self) -> &'static str {
+        "logistic"
+    }
+
+    fn num_params(&self) -> usize {
+        self.classes * (self.dim + 1)
+    }
+
+    fn input_dim(&self) -> usize {
+        self.dim
+    }
+
+    /// `U(-1/√dim, 1/√dim)` for `W` and `b`, like PyTorch's `nn.Linear`.
+    fn init(&self, rng: &mut Rng, out: &mut [f32]) {
+        debug_assert_eq!(out.len(), self.num_params());
+        if self.dim == 0 {
+            out.fill(0.0);
+            return;
+        }
+        let bound = 1.0 / (self.dim as f32).sqrt();
+        for v in out {
+            *v = rng.random_range(-bound..bound);
+        }
+    }
+
+    /// NaN if the batch does not fit (wrong targets, class out of range, shape).
+    fn loss(&self, params: &[f32], batch: Batch<'_>, ws: &mut Workspace) -> f64 {
+        let mut out = [0.0];
+        self.losses(params, batch, &mut out, ws);
+        out[0]
+    }
+
+    /// NaN loss and gradient if the batch does not fit; 0 and 0 if it is empty.
+    fn loss_grad(
+        &self,
+        params: &[f32],
+        batch: Batch<'_>,
+        grad: &mut [f32],
+        ws: &mut Workspace,
+    ) -> f64 {
+        let (c, d) = (self.classes, self.dim);
+        assert_eq!(
+            params.len(),
+            self.num_params(),
+            "logistic: parameter length"
+        );
+        assert_eq!(grad.len(), self.num_params(), "logistic: gradient length");
+        let Some(y) = self.targets(batch) else {
+            grad.fill(f32::NAN);
+            return f64::NAN;
+        };
+        let n = y.len();
+        let [z, ..] = ws.slices([n * c, 0, 0, 0]);
+        self.logits(batch.x, params, 1, &mut [], z);
+        let mut loss = 0.0;
+        for (zi, &yi) in z.chunks_exact_mut(c).zip(y) {
+            loss += sample_loss(zi, yi);
+            softmax_minus_onehot(zi, yi);
+        }
+        let s = inv_len(n);
+        let (gw, gb) = grad.split_at_mut(c * d);
+        matmul(
+            MatMut::row_major(gw, c, d),
+            MatRef::row_major(z, n, c).t(),
+            MatRef::row_major(batch.x, n, d),
+            false,
+            s as f32,
+        );
+        bias_grad(z, c, 0, s as f32, gb);
+        loss * s
+    }
+
+    /// Arg-max predictions (ties to the lowest class) that equal the target;
+    /// `Some(0)` if the batch does not fit.
+    fn count_correct(&self, params: &[f32], batch: Batch<'_>, ws: &mut Workspace) -> Option<usize> {
+        let Some(y) = self.targets(batch) else {
+            return Some(0);
+        };
+        let [z, ..] = ws.slices([y.len() * self.classes, 0, 0, 0]);
+        self.logits(batch.x, params, 1, &mut [], z);
+        let correct = z
+            .chunks_exact(self.classes)
+            .zip(y)
+            .filter(|(zi, yi)| {
+                let m = row_max(zi);
+                zi.iter().position(|&v| v == m) == Some(**yi as usize)
+            })
+            .count();
+        Some(correct)
+    }
+
+    /// `2·dim·classes` for the logits plus `classes` for the bias.
+    fn forward_flops_per_sample(&self) -> u64 {
+        (2 * self.dim as u64 + 1) * self.classes as u64
+    }
+
+    /// One GEMM against all models' stacked weights. NaN losses if the batch does
+    /// not fit.
+    fn losses(&self, models: &[f32], batch: Batch<'_>, out: &mut [f64], ws: &mut Workspace) {
+        let (c, d, count) = (self.classes, self.dim, out.len());
+        assert_eq!(
+            models.len(),
+            count * self.num_params(),
+            "logistic: stacked models length"
+        );
+        let Some(y) = self.targets(batch) else {
+            out.fill(f64::NAN);
+            return;
+        };
+        if count == 0 {
+            return;
+        }
+        let n = y.len();
+        let stack = if count > 1 { count * c * d } else { 0 };
+        let [z, wstack, ..] = ws.slices([n * count * c, stack, 0, 0]);
+        self.logits(batch.x, models, count, wstack, z);
+        self.mean_losses(z, y, out);
+    }
+
+    /// One GEMM for every model's logits, the argmin per replica, then one GEMM for
+    /// every replica's weight gradient at its chosen model. If the batch does not
+    /// fit: NaN losses, model 0 chosen, NaN gradients.
+    fn assign_and_grad(
+        &self,
+        models: &[f32],
+        group: usize,
+        batch: Batch<'_>,
+        losses: &mut [f64],
+        chosen: &mut [usize],
+        grads: &mut [f32],
+        ws: &mut Workspace,
+    ) {
+        let (c, d, p) = (self.classes, self.dim, self.num_params());
+        let (replicas, count) = (chosen.len(), losses.len());
+        assert_eq!(count, replicas * group, "logistic: losses length");
+        assert_eq!(models.len(), count * p, "logistic: stacked models length");
+        assert_eq!(grads.len(), replicas * p, "logistic: gradients length");
+        if count == 0 {
+            return;
+        }
+        let Some(y) = self.targets(batch) else {
+            losses.fill(f64::NAN);
+            chosen.fill(0);
+            grads.fill(f32::NAN);
+            return;
+        };
+        let n = y.len();
+        let stack = if count > 1 { count * c * d } else { 0 };
+        let (rc, width) = (replicas * c, count * c);
+        let [z, wstack, delta, gw] = ws.slices([n * width, stack, n * rc, rc * d]);
+        self.logits(batch.x, models, count, wstack, z);
+        self.mean_losses(z, y, losses);
+        for (r, ch) in chosen.iter_mut().enumerate() {
+            *ch = argmin_f64(&losses[r * group..(r + 1) * group]);
+        }
+        for ((drow, zrow), &yi) in delta.chunks_exact_mut(rc).zip(z.chunks_exact(width)).zip(y) {
+            for (r, (dr, &ch)) in drow.chunks_exact_mut(c).zip(chosen.iter()).enumerate() {
+                dr.copy_from_slice(&zrow[(r * group + ch) * c..][..c]);
+                softmax_minus_onehot(dr, yi);
+            }
+        }
+        let s = inv_len(n) as f32;
+        matmul(
+            MatMut::row_major(gw, rc, d),
+            MatRef::row_major(delta, n, rc).t(),
+            MatRef::row_major(batch.x, n, d),
+            false,
+            s,
+        );
+        for (r, (g, gwr)) in grads
+            .chunks_exact_mut(p)
+            .zip(gw.chunks_exact(c * d))
+            .enumerate()
+        {
+            let (gw_dst, gb) = g.split_at_mut(c * d);
+            gw_dst.copy_from_slice(gwr);
+            bias_grad(delta, rc, r * c, s, gb);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

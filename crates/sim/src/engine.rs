@@ -1,0 +1,129 @@
+//! The round loop.
+
+use std::time::Instant;
+
+use thiserror::Error;
+
+use fedcluster_core::params::all_finite;
+use fedcluster_core::{
+    AlgoError, ClientId, Message, Purpose, RoundCtx, ServerHalf, Snapshot, stream,
+};
+
+use crate::transport::Transport;
+
+/// Errors of a federated run.
+#[derive(Debug, Error)]
+pub enum EngineError {
+    /// The engine could not be set up.
+    #[error("setup: {0}")]
+    Setup(String),
+    /// The server produced an invalid plan.
+    #[error("invalid plan: {0}")]
+    Plan(String),
+    /// A client half failed.
+    #[error("round {round}, client {client}: {source}")]
+    Client {
+        round: usize,
+        client: ClientId,
+        #[source]
+        source: AlgoError,
+    },
+    /// The server half failed.
+    #[error("round {round}: {source}")]
+    Server {
+        round: usize,
+        #[source]
+        source: AlgoError,
+    },
+    /// A reply or a model holds NaN or infinity.
+    #[error("non-finite values at round {round}{}: {what}", client.map(|c| format!(", client {c}")).unwrap_or_default())]
+    NonFinite {
+        round: usize,
+        client: Option<ClientId>,
+        what: String,
+    },
+    /// The observer asked to stop (e.g. a metrics sink failed).
+    #[error("stopped by observer: {0}")]
+    Stopped(String),
+}
+
+/// What the observer learns after each round.
+#[derive(Debug)]
+pub struct RoundEvent<'a> {
+    /// Round index, from 0.
+    pub round: usize,
+    /// Number of clients that took part.
+    pub participants: usize,
+    /// Bytes sent from the server to clients this round.
+    pub bytes_down: u64,
+    /// Bytes sent from clients to the server this round.
+    pub bytes_up: u64,
+    /// Wall-clock seconds of the round (plan, exchange, absorb).
+    pub seconds: f64,
+    /// The server's models and assignments after the round.
+    pub snapshot: Snapshot<'a>,
+}
+
+/// Runs `rounds` rounds of `server` over `transport`. The server's stream for
+/// round `t` is `(seed, Server, t)`. `observe` sees every round; returning an
+/// error from it stops the run.
+pub fn run<S, T>(
+    server: &mut S,
+    transport: &mut T,
+    rounds: usize,
+    seed: u64,
+    mut observe: impl FnMut(RoundEvent<'_>) -> Result<(), String>,
+) -> Result<(), EngineError>
+where
+    S: ServerHalf,
+    T: Transport<S::Down, S::Up>,
+{
+    let num_clients = transport.num_clients();
+    for round in 0..rounds {
+        let start = Instant::now();
+        let ctx = RoundCtx {
+            round,
+            rounds,
+            num_clients,
+        };
+        let mut rng = stream(seed, Purpose::Server, round as u64, 0);
+        let plan = server
+            .plan(&ctx, &mut rng)
+            .map_err(|source| EngineError::Server { round, source })?;
+        let bytes_down = plan.iter().map(|(_, m)| m.wire_bytes()).sum();
+        let replies = transport.exchange(&ctx, &plan)?;
+        drop(plan);
+        if let Some((client, _)) = replies.iter().find(|(_, up)| !up.is_finite()) {
+            return Err(EngineError::NonFinite {
+                round,
+                client: Some(*client),
+                what: "reply".into(),
+            });
+        }
+        let bytes_up = replies.iter().map(|(_, m)| m.wire_bytes()).sum();
+        let participants = replies.len();
+        server
+            .absorb(&ctx, replies)
+            .map_err(|source| EngineError::Server { round, source })?;
+        let snapshot = server.snapshot();
+        for (r, replica) in snapshot.replicas.iter().enumerate() {
+            if !replica.diverged && replica.models.iter().any(|m| !all_finite(m)) {
+                return Err(EngineError::NonFinite {
+                    round,
+                    client: None,
+                    what: format!("model of replica {r}"),
+                });
+            }
+        }
+        observe(RoundEvent {
+            round,
+            participants,
+            bytes_down,
+            bytes_up,
+            seconds: start.elapsed().as_secs_f64(),
+            snapshot,
+        })
+        .map_err(EngineError::Stopped)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,170 @@
+//! Turning round events into metric records: training loss, parameter error and
+//! misclustering against the ground truth, test loss and accuracy on held-out
+//! clients, bytes and seconds. Ground truth enters here, never in an algorithm.
+
+use rayon::prelude::*;
+use serde::Serialize;
+
+use fedcluster_core::model::argmin_f64;
+use fedcluster_core::{Batch, Model, ReplicaView, Workspace};
+use fedcluster_metrics::clustering::{misclustering, param_error, per_client_param_error};
+
+use crate::engine::RoundEvent;
+
+/// What is known to be true about the federation (metrics only).
+#[derive(Debug, Clone, Copy)]
+pub struct Truth<'a> {
+    /// Number of true clusters.
+    pub clusters: usize,
+    /// True cluster of each training client.
+    pub labels: &'a [usize],
+    /// True cluster parameters, where the data are synthetic.
+    pub params: Option<&'a [Vec<f32>]>,
+}
+
+/// Held-out test clients. Test client `i` is evaluated with the model that has
+/// the lowest loss on its own data (IFCA paper, Section VI-B), except under local
+/// training, where it uses the model of training client `i`.
+#[derive(Clone, Copy)]
+pub struct TestSet<'a> {
+    /// The model architecture.
+    pub model: &'a dyn Model,
+    /// One batch per test client.
+    pub clients: &'a [Batch<'a>],
+}
+
+/// One row of `metrics.csv`: a replica after a round.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct RoundRecord {
+    /// Round index, from 0.
+    pub round: usize,
+    /// Replica (restart) index.
+    pub replica: usize,
+    /// Sample-weighted training loss reported by the clients.
+    pub train_loss: Option<f64>,
+    /// Parameter error against the true cluster parameters.
+    pub param_error: Option<f64>,
+    /// Fraction of misclustered training clients.
+    pub misclustering: Option<f64>,
+    /// Mean test loss (when a test set was evaluated this round).
+    pub test_loss: Option<f64>,
+    /// Test accuracy (classification only).
+    pub test_accuracy: Option<f64>,
+    /// Clients that took part.
+    pub participants: usize,
+    /// Bytes sent down this round.
+    pub bytes_down: u64,
+    /// Bytes sent up this round.
+    pub bytes_up: u64,
+    /// Seconds this round took.
+    pub seconds: f64,
+    /// Whether the replica has diverged.
+    pub diverged: bool,
+}
+
+/// The records of every replica after `event`; the test set (if any) is
+/// evaluated for every non-diverged replica.
+pub fn records(
+    event: &RoundEvent<'_>,
+    truth: &Truth<'_>,
+    test: Option<&TestSet<'_>>,
+) -> Vec<RoundRecord> {
+    event
+        .snapshot
+        .replicas
+        .iter()
+        .enumerate()
+        .map(|(r, view)| {
+            let (test_loss, test_accuracy) = match test {
+                Some(t) if !view.diverged && !view.models.is_empty() => evaluate(view, t),
+                _ => (None, None),
+            };
+            RoundRecord {
+                round: event.round,
+                replica: r,
+                train_loss: view.train_loss,
+                param_error: parameter_error(view, truth),
+                misclustering: cluster_error(view, truth),
+                test_loss,
+                test_accuracy,
+                participants: event.participants,
+                bytes_down: event.bytes_down,
+                bytes_up: event.bytes_up,
+                seconds: event.seconds,
+                diverged: view.diverged,
+            }
+        })
+        .collect()
+}
+
+fn is_local(view: &ReplicaView<'_>) -> bool {
+    view.models.len() == view.assignment.len()
+        && view
+            .assignment
+            .iter()
+            .enumerate()
+            .all(|(i, a)| *a == Some(i))
+}
+
+fn parameter_error(view: &ReplicaView<'_>, truth: &Truth<'_>) -> Option<f64> {
+    let params = truth.params?;
+    if view.models.len() == truth.clusters && !is_local(view) {
+        param_error(&view.models, params)
+    } else if !view.models.is_empty() {
+        per_client_param_error(&view.models, view.assignment, truth.labels, params)
+    } else {
+        None
+    }
+}
+
+fn cluster_error(view: &ReplicaView<'_>, truth: &Truth<'_>) -> Option<f64> {
+    // Clusterings only: one model for all or one per client assigns nothing.
+    if view.models.len() <= 1 || is_local(view) {
+        return None;
+    }
+    misclustering(
+        view.assignment,
+        view.models.len(),
+        truth.labels,
+        truth.clusters,
+    )
+}
+
+/// Mean test loss and accuracy (sample-weighted) of one replica.
+fn evaluate(view: &ReplicaView<'_>, test: &TestSet<'_>) -> (Option<f64>, Option<f64>) {
+    let local = is_local(view);
+    let per_client: Vec<(f64, Option<usize>, usize)> = test
+        .clients
+        .par_iter()
+        .enumerate()
+        .map_init(Workspace::default, |ws, (i, batch)| {
+            let params = if local {
+                view.models[i.min(view.models.len() - 1)]
+            } else {
+                let losses: Vec<f64> = view
+                    .models
+                    .iter()
+                    .map(|m| test.model.loss(m, *batch, ws))
+                    .collect();
+                view.models[argmin_f64(&losses)]
+            };
+            let loss = test.model.loss(params, *batch, ws);
+            (
+                loss,
+                test.model.count_correct(params, *batch, ws),
+                batch.len(),
+            )
+        })
+        .collect();
+    let samples: usize = per_client.iter().map(|c| c.2).sum();
+    if samples == 0 {
+        return (None, None);
+    }
+    let loss = per_client.iter().map(|c| c.0 * c.2 as f64).sum::<f64>() / samples as f64;
+    let accuracy = per_client
+        .iter()
+        .map(|c| c.1.map(|k| k as f64))
+        .sum::<Option<f64>>()
+        .map(|correct| correct / samples as f64);
+    (Some(loss), accuracy)
+}
