@@ -99,8 +99,12 @@ impl RunConfig {
         for o in overrides {
             apply_override(&mut table, o)?;
         }
+        let refined = tagged_section_error(&table);
         let config: RunConfig = serde_path_to_error::deserialize(toml::Value::Table(table))
             .map_err(|e| {
+                if let Some((path, inner)) = &refined {
+                    return anyhow!("{origin}: field `{path}`: {inner}");
+                }
                 let path = e.path().to_string();
                 let inner = one_line(&e.inner().to_string());
                 if path == "." || path.is_empty() {
@@ -170,6 +174,50 @@ pub enum CheckedAlgorithm {
     Oracle(Checked<fedavg::Config>),
     /// Local training.
     Local(Checked<local::Config>),
+}
+
+/// Serde loses the field path inside internally tagged enums (`[data]` by
+/// `kind`, `[algorithm]` by `name`); this re-reads such a section as its variant's
+/// struct to find the exact field of the first error.
+fn tagged_section_error(table: &toml::Table) -> Option<(String, String)> {
+    fn probe<T: serde::de::DeserializeOwned>(
+        section: &str,
+        body: toml::Table,
+    ) -> Option<(String, String)> {
+        serde_path_to_error::deserialize::<_, T>(toml::Value::Table(body))
+            .err()
+            .map(|e| {
+                (
+                    format!("{section}.{}", e.path()),
+                    one_line(&e.inner().to_string()),
+                )
+            })
+    }
+    let body = |section: &str, tag: &str| -> Option<(toml::Table, String)> {
+        let mut t = table.get(section)?.as_table()?.clone();
+        let name = t.remove(tag)?.as_str()?.to_string();
+        Some((t, name))
+    };
+    if let Some((t, kind)) = body("data", "kind") {
+        let found = match kind.as_str() {
+            "ifca-synthetic" => probe::<fedcluster_data::synthetic::IfcaSyntheticSpec>("data", t),
+            "mixed-regression" => {
+                probe::<fedcluster_data::synthetic::MixedRegressionSpec>("data", t)
+            }
+            _ => None,
+        };
+        if found.is_some() {
+            return found;
+        }
+    }
+    let (t, name) = body("algorithm", "name")?;
+    match name.as_str() {
+        "ifca" => probe::<ifca::Config>("algorithm", t),
+        "oneshot" => probe::<oneshot::Config>("algorithm", t),
+        "global" | "oracle" => probe::<fedavg::Config>("algorithm", t),
+        "local" => probe::<local::Config>("algorithm", t),
+        _ => None,
+    }
 }
 
 fn one_line(s: &str) -> String {

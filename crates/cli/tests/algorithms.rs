@@ -1,0 +1,142 @@
+//! Every algorithm on a small seeded problem with a known answer.
+
+mod common;
+use common::{check, last, small};
+
+const SIGMA: f64 = 0.1;
+
+#[test]
+fn ifca_gradient_averaging_recovers_clusters_and_parameters() {
+    let cfg = small(
+        "name = \"ifca\"\nclusters = 2\naggregation = \"gradient\"\nlr = 0.5\nrestarts = 5\ninit = { kind = \"gaussian\", std = 1.0 }",
+        300,
+    );
+    let r = last(&check(&cfg, &[]));
+    assert_eq!(r.misclustering, Some(0.0));
+    let err = r.param_error.unwrap();
+    assert!(err <= 0.6 * SIGMA, "param error {err} above 0.6 sigma");
+}
+
+#[test]
+fn ifca_model_averaging_recovers_clusters_and_parameters() {
+    let cfg = small(
+        "name = \"ifca\"\nclusters = 2\naggregation = \"model\"\nlr = 0.05\nlocal_steps = 5\nrestarts = 5\ninit = { kind = \"gaussian\", std = 1.0 }",
+        100,
+    );
+    let r = last(&check(&cfg, &[]));
+    assert_eq!(r.misclustering, Some(0.0));
+    assert!(r.param_error.unwrap() <= 0.6 * SIGMA, "{:?}", r.param_error);
+}
+
+#[test]
+fn ifca_partial_participation_samples_the_fraction() {
+    let cfg = small(
+        "name = \"ifca\"\nclusters = 2\naggregation = \"model\"\nlr = 0.05\nlocal_steps = 5\nparticipation = 0.5\nrestarts = 5\ninit = { kind = \"gaussian\", std = 1.0 }",
+        150,
+    );
+    let o = check(&cfg, &[]);
+    assert!(o.records.iter().all(|r| r.participants == 10));
+    let r = last(&o);
+    assert!(r.param_error.unwrap() <= 0.6 * SIGMA, "{:?}", r.param_error);
+}
+
+#[test]
+fn stable_identity_saving_sends_less_and_learns_the_same() {
+    let base = "name = \"ifca\"\nclusters = 2\naggregation = \"gradient\"\nlr = 0.5\nrestarts = 1\ninit = { kind = \"gaussian\", std = 1.0 }";
+    let plain = check(&small(base, 200), &[]);
+    let saving = check(&small(&format!("{base}\nstable_rounds = 5"), 200), &[]);
+    let down = |o: &fedcluster_cli::experiment::Outcome| {
+        o.records.iter().map(|r| r.bytes_down).sum::<u64>()
+    };
+    assert!(
+        down(&saving) * 10 < down(&plain) * 7,
+        "saving {} vs plain {}",
+        down(&saving),
+        down(&plain)
+    );
+    assert_eq!(last(&saving).misclustering, last(&plain).misclustering);
+    let (a, b) = (
+        last(&saving).param_error.unwrap(),
+        last(&plain).param_error.unwrap(),
+    );
+    assert!((a - b).abs() < 1e-3, "{a} vs {b}");
+}
+
+#[test]
+fn oracle_beats_global_and_local() {
+    let fedavg = "lr = 0.05\nlocal_steps = 5\naggregation = \"model\"";
+    let oracle = last(&check(
+        &small(&format!("name = \"oracle\"\n{fedavg}"), 100),
+        &[],
+    ));
+    let global = last(&check(
+        &small(&format!("name = \"global\"\n{fedavg}"), 100),
+        &[],
+    ));
+    let local = last(&check(
+        &small("name = \"local\"\nlr = 0.05\nlocal_steps = 5", 100),
+        &[],
+    ));
+    let (o, g, l) = (
+        oracle.param_error.unwrap(),
+        global.param_error.unwrap(),
+        local.param_error.unwrap(),
+    );
+    assert!(o <= 0.6 * SIGMA, "oracle {o}");
+    assert!(
+        g > 0.3,
+        "a single model cannot fit two clusters R apart: {g}"
+    );
+    assert!(l > o, "local {l} should be worse than oracle {o}");
+    assert!(oracle.test_loss.unwrap() < global.test_loss.unwrap());
+    assert_eq!(global.misclustering, None);
+}
+
+#[test]
+fn one_shot_clusters_local_erms_when_n_exceeds_d() {
+    let cfg = small(
+        "name = \"oneshot\"\nclusters = 2\nerm_steps = 300\nerm_lr = 0.1\nlr = 0.05\nlocal_steps = 5",
+        60,
+    );
+    let r = last(&check(&cfg, &[]));
+    assert_eq!(r.misclustering, Some(0.0));
+    assert!(r.param_error.unwrap() <= 0.6 * SIGMA, "{:?}", r.param_error);
+}
+
+#[test]
+fn mixed_regression_generator_runs_through_ifca() {
+    let cfg = r#"
+seed = 3
+rounds = 150
+[data]
+kind = "mixed-regression"
+dim = 10
+clusters = 3
+probs = [0.2, 0.3, 0.5]
+client_sizes = [{ count = 60, points = 30 }, { count = 6, points = 100 }]
+test_points_per_client = 10
+[algorithm]
+name = "ifca"
+clusters = 3
+aggregation = "gradient"
+lr = 0.5
+restarts = 10
+init = { kind = "gaussian", std = 0.6 }
+"#;
+    let r = last(&check(cfg, &[]));
+    assert_eq!(r.misclustering, Some(0.0));
+    assert!(r.param_error.unwrap() < 0.1, "{:?}", r.param_error);
+}
+
+#[test]
+fn the_shipped_ifca_synthetic_config_meets_the_issue_bar() {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../configs/ifca-synthetic.toml"
+    ))
+    .unwrap();
+    let r = last(&check(&text, &[]));
+    assert_eq!(r.misclustering, Some(0.0));
+    let err = r.param_error.unwrap();
+    assert!(err <= 0.6 * SIGMA, "param error {err}");
+}
