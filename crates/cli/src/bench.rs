@@ -1,8 +1,6 @@
 //! `fedcluster bench`: timed rounds of the hot paths, with achieved FLOP/s
 //! against the machine's single-core f32 GEMM peak.
 
-use std::time::Instant;
-
 use anyhow::{Result, bail};
 
 use fedcluster_algorithms::{Aggregation, Checked, InitScheme, ifca};
@@ -16,10 +14,16 @@ use fedcluster_sim::{InProcess, run};
 pub const CORE_PEAK_GFLOPS: f64 = 75.0;
 
 /// Benchmarks that `fedcluster bench` knows.
-pub const BENCHMARKS: &[(&str, &str)] = &[(
-    "ifca-synthetic",
-    "IFCA gradient averaging, linear regression, (m, n, d, k) = (400, 100, 1000, 4)",
-)];
+pub const BENCHMARKS: &[(&str, &str)] = &[
+    (
+        "ifca-synthetic",
+        "IFCA gradient averaging, linear regression, (m, n, d, k) = (400, 100, 1000, 4)",
+    ),
+    (
+        "ifca-synthetic-restarts",
+        "the same with (m, k) = (100, 2) and 10 restarts side by side (the Fig. 3a workload)",
+    ),
+];
 
 /// Options of a benchmark run.
 #[derive(Debug, Clone, Copy)]
@@ -62,7 +66,8 @@ impl BenchReport {
 /// Runs the named benchmark.
 pub fn run_bench(name: &str, options: BenchOptions) -> Result<BenchReport> {
     match name {
-        "ifca-synthetic" => ifca_synthetic_round(options),
+        "ifca-synthetic" => ifca_synthetic_round(name, options, 400, 4, 1),
+        "ifca-synthetic-restarts" => ifca_synthetic_round(name, options, 100, 2, 10),
         _ => bail!(
             "unknown benchmark `{name}`; known: {}",
             BENCHMARKS
@@ -74,8 +79,14 @@ pub fn run_bench(name: &str, options: BenchOptions) -> Result<BenchReport> {
     }
 }
 
-fn ifca_synthetic_round(options: BenchOptions) -> Result<BenchReport> {
-    let (m, n, d, k) = (400, 100, 1000, 4);
+fn ifca_synthetic_round(
+    name: &str,
+    options: BenchOptions,
+    m: usize,
+    k: usize,
+    restarts: usize,
+) -> Result<BenchReport> {
+    let (n, d) = (100, 1000);
     let spec = IfcaSyntheticSpec {
         clients: m,
         points_per_client: n,
@@ -84,17 +95,18 @@ fn ifca_synthetic_round(options: BenchOptions) -> Result<BenchReport> {
         clusters: k,
         noise_std: 0.1,
         separation: 1.0,
+        truth_scale: Default::default(),
     };
     let data = ifca_synthetic(&spec, 1)?;
     let model = LinearRegression::new(d)?;
     let config = Checked::new(ifca::Config {
         clusters: k,
         aggregation: Aggregation::Gradient,
-        lr: 0.1,
+        lr: 0.1.into(),
         local_steps: 1,
         participation: 1.0,
-        restarts: 1,
-        init: InitScheme::Bernoulli,
+        restarts,
+        init: InitScheme::Bernoulli { norm: None },
         stable_rounds: 0,
     })?;
     let threads = if options.threads == 0 {
@@ -102,13 +114,12 @@ fn ifca_synthetic_round(options: BenchOptions) -> Result<BenchReport> {
     } else {
         options.threads
     };
-    let client = ifca::IfcaClient::new(config.aggregation, config.lr, config.local_steps);
+    let client = ifca::IfcaClient::new(config.aggregation, config.local_steps);
     let mut server = ifca::IfcaServer::new(config, &model, m, 1);
     let batches = data.train.iter().map(|c| c.batch(d)).collect();
     let mut transport = InProcess::new(vec![client; m], batches, &model, 1, threads)?;
     let warmup = 2;
     let mut times = Vec::new();
-    let start = Instant::now();
     run(
         &mut server,
         &mut transport,
@@ -121,12 +132,12 @@ fn ifca_synthetic_round(options: BenchOptions) -> Result<BenchReport> {
             Ok(())
         },
     )?;
-    let _ = start;
-    // Per client: k forward passes for the assignment, one backward for the gradient.
+    // Per client and restart: k forward passes for the assignment, one backward
+    // pass (as many flops as a forward) for the gradient.
     let fwd = model.forward_flops_per_sample() as f64 * n as f64;
-    let flops_per_round = m as f64 * (k as f64 * fwd + fwd);
+    let flops_per_round = (m * restarts) as f64 * (k as f64 * fwd + fwd);
     Ok(BenchReport {
-        name: "ifca-synthetic".into(),
+        name: name.into(),
         threads,
         rounds: times.len(),
         seconds_per_round: times.iter().sum::<f64>() / times.len().max(1) as f64,

@@ -54,6 +54,7 @@ pub fn build_data(config: &RunConfig) -> Result<FederatedData> {
         }
     }
     .context("cannot build the data set")?;
+    data.validate().context("the data set is malformed")?;
     Ok(data)
 }
 
@@ -104,7 +105,7 @@ pub fn execute(
     };
     match algorithm {
         CheckedAlgorithm::Ifca(c) => {
-            let client = ifca::IfcaClient::new(c.aggregation, c.lr, c.local_steps);
+            let client = ifca::IfcaClient::new(c.aggregation, c.local_steps);
             ctx.drive(
                 ifca::IfcaServer::new(c, model, m, seed),
                 vec![client; m],

@@ -13,6 +13,7 @@
 
 pub mod error;
 pub mod federation;
+pub mod kernels;
 pub mod linalg;
 pub mod model;
 pub mod params;

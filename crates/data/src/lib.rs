@@ -18,5 +18,6 @@ pub mod synthetic;
 pub use dataset::{ClientData, FederatedData, GroundTruth, TargetsOwned, Task};
 pub use error::{DataError, Result};
 pub use synthetic::{
-    ClientGroup, IfcaSyntheticSpec, MixedRegressionSpec, ifca_synthetic, mixed_regression,
+    ClientGroup, IfcaSyntheticSpec, MixedRegressionSpec, TruthScale, ifca_synthetic,
+    mixed_regression,
 };

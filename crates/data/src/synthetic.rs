@@ -46,8 +46,25 @@ pub struct IfcaSyntheticSpec {
     pub clusters: usize,
     /// Standard deviation `σ` of the additive label noise.
     pub noise_std: f64,
-    /// Norm `R` of every true parameter vector (the paper's separation scale).
+    /// The separation scale `R`: the norm of every true parameter vector, or the
+    /// value of its non-zero entries (see `truth_scale`).
     pub separation: f64,
+    /// How `R` scales the Bernoulli vectors: `norm` (the paper's text, ‖θ*_j‖ = R)
+    /// or `entries` (the paper's public code, entries in {0, R}).
+    #[serde(default)]
+    pub truth_scale: TruthScale,
+}
+
+/// How the separation `R` scales the Bernoulli(0.5) true parameters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TruthScale {
+    /// Rescaled to ℓ2 norm `R` (IFCA paper, Section VI-A).
+    #[default]
+    Norm,
+    /// Entries in {0, R}: the paper's public code (`binomial(1, 0.5, d) * r`),
+    /// which separates the clusters by about `R·sqrt(d/2)`.
+    Entries,
 }
 
 impl IfcaSyntheticSpec {
@@ -207,7 +224,8 @@ fn fits(field: &str, points: usize, dim: usize) -> Result<()> {
 /// Generates the IFCA synthetic data set (Section VI-A of the IFCA paper).
 ///
 /// Each `θ*_j` has i.i.d. Bernoulli(0.5) coordinates (0 or 1), redrawn if all
-/// zero, then rescaled to ℓ2 norm exactly `separation`. Client `i` belongs to
+/// zero, then rescaled to ℓ2 norm exactly `separation` (or, with
+/// `TruthScale::Entries`, scaled so that its non-zero entries equal it). Client `i` belongs to
 /// cluster `i / (clients / clusters)`; its samples are `x ~ N(0, I_d)`,
 /// `y = <x, θ*_j> + σ·N(0, 1)`. Test client `i` has `test_points_per_client`
 /// fresh samples from the same cluster. `truth.params` holds the `θ*_j`.
@@ -216,7 +234,13 @@ pub fn ifca_synthetic(spec: &IfcaSyntheticSpec, seed: u64) -> Result<FederatedDa
     let params: Vec<Vec<f32>> = (0..spec.clusters)
         .map(|j| {
             let mut rng = stream(seed, Purpose::TruthParams, 0, j as u64);
-            bernoulli_on_sphere(&mut rng, spec.dim, spec.separation)
+            let v = bernoulli_on_sphere(&mut rng, spec.dim, 1.0);
+            let ones = v.iter().filter(|x| **x != 0.0).count() as f64;
+            let scale = match spec.truth_scale {
+                TruthScale::Norm => spec.separation,
+                TruthScale::Entries => spec.separation * ones.sqrt(),
+            };
+            v.iter().map(|x| (f64::from(*x) * scale) as f32).collect()
         })
         .collect();
     let per_cluster = spec.clients / spec.clusters;

@@ -15,7 +15,7 @@
 //! as residuals by `loss_grad`; `bufs[1]` holds the `n × replicas` residuals of
 //! `assign_and_grad`. `bufs[2]` and `bufs[3]` are not used.
 
-use fedcluster_core::linalg::{MatMut, MatRef, matmul};
+use fedcluster_core::kernels::{rest_x, x_wt};
 use fedcluster_core::model::argmin_f64;
 use fedcluster_core::{Batch, Model, Rng, Targets, Workspace};
 use rand::Rng as _;
@@ -60,14 +60,8 @@ impl LinearRegression {
     }
 
     /// `pred = X · Mᵀ` (`n × count`) for `count` models stored back to back.
-    fn forward(&self, x: &[f32], n: usize, models: &[f32], count: usize, pred: &mut [f32]) {
-        matmul(
-            MatMut::row_major(pred, n, count),
-            MatRef::row_major(x, n, self.dim),
-            MatRef::row_major(models, count, self.dim).t(),
-            false,
-            1.0,
-        );
+    fn forward(&self, x: &[f32], _n: usize, models: &[f32], _count: usize, pred: &mut [f32]) {
+        x_wt(x, models, self.dim, pred);
     }
 }
 
@@ -91,14 +85,7 @@ fn mean_sq_losses(pred: &[f32], y: &[f32], out: &mut [f64]) {
 
 /// `grads (rows × d) = (2/n) · Resᵀ · X` for residuals `res` (`n × rows`).
 fn grads_from_residuals(x: &[f32], res: &[f32], n: usize, d: usize, grads: &mut [f32]) {
-    let rows = grads.len() / d;
-    matmul(
-        MatMut::row_major(grads, rows, d),
-        MatRef::row_major(res, n, rows).t(),
-        MatRef::row_major(x, n, d),
-        false,
-        (2.0 * inv_len(n)) as f32,
-    );
+    rest_x(res, x, d, (2.0 * inv_len(n)) as f32, grads);
 }
 
 impl Model for LinearRegression {

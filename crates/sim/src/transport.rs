@@ -1,5 +1,7 @@
 //! Transports carry a round's messages to the clients and bring the replies back.
 
+use std::sync::Mutex;
+
 use rayon::prelude::*;
 
 use fedcluster_core::{
@@ -27,6 +29,8 @@ pub struct InProcess<'a, C> {
     model: &'a dyn Model,
     seed: u64,
     pool: rayon::ThreadPool,
+    /// One workspace per pool thread, reused across clients and rounds.
+    workspaces: Vec<Mutex<Workspace>>,
 }
 
 impl<'a, C> InProcess<'a, C> {
@@ -49,12 +53,16 @@ impl<'a, C> InProcess<'a, C> {
             .num_threads(threads)
             .build()
             .map_err(|e| EngineError::Setup(format!("thread pool: {e}")))?;
+        let workspaces = (0..pool.current_num_threads())
+            .map(|_| Mutex::default())
+            .collect();
         Ok(Self {
             clients,
             data,
             model,
             seed,
             pool,
+            workspaces,
         })
     }
 
@@ -96,16 +104,19 @@ where
                 work.push((id, client, msg));
             }
         }
-        let (data, model, seed) = (&self.data, self.model, self.seed);
+        let (data, model, seed, workspaces) = (&self.data, self.model, self.seed, &self.workspaces);
         let results: Vec<Result<(ClientId, Up), (ClientId, AlgoError)>> = self.pool.install(|| {
             work.into_par_iter()
-                .map_init(Workspace::default, |ws, (id, client, msg)| {
+                .map(|(id, client, msg)| {
+                    // Each pool thread owns one slot, so the lock is never contended.
+                    let slot = rayon::current_thread_index().unwrap_or(0) % workspaces.len();
+                    let mut ws = workspaces[slot].lock().unwrap_or_else(|e| e.into_inner());
                     let mut env = ClientEnv {
                         id,
                         data: data[id],
                         model,
                         rng: stream(seed, Purpose::Client, ctx.round as u64, id as u64),
-                        ws,
+                        ws: &mut ws,
                     };
                     client
                         .handle(ctx, msg, &mut env)

@@ -6,6 +6,8 @@ use serde::{Deserialize, Serialize};
 
 use fedcluster_core::{Model, Rng};
 
+use super::checked::{FieldError, positive};
+
 /// Initialisation scheme of cluster models.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields, tag = "kind")]
@@ -13,9 +15,14 @@ pub enum InitScheme {
     /// The model's own initialisation (PyTorch-style uniform for linear layers).
     #[default]
     Model,
-    /// Coordinate-wise Bernoulli(0.5) entries in {0, 1}, as in the IFCA
-    /// paper's synthetic experiments and their public code.
-    Bernoulli,
+    /// Coordinate-wise Bernoulli(0.5) entries in {0, 1} (the IFCA paper's
+    /// synthetic experiments), optionally rescaled to the ℓ2 norm `norm`, which
+    /// draws from the same distribution as the synthetic θ*.
+    Bernoulli {
+        /// Rescale to this ℓ2 norm (the 0/1 vector as is when absent).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        norm: Option<f32>,
+    },
     /// Independent N(0, std²) entries.
     Gaussian {
         /// Standard deviation of each entry.
@@ -26,13 +33,29 @@ pub enum InitScheme {
 }
 
 impl InitScheme {
+    /// Checks the scheme's parameters; `field` is its path in the config.
+    pub fn validate(&self, field: &str) -> Result<(), FieldError> {
+        match *self {
+            InitScheme::Gaussian { std } => positive(&format!("{field}.std"), f64::from(std)),
+            InitScheme::Bernoulli { norm: Some(n) } => {
+                positive(&format!("{field}.norm"), f64::from(n))
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// Writes one initial parameter vector into `out`.
     pub fn fill(&self, model: &dyn Model, rng: &mut Rng, out: &mut [f32]) {
         match *self {
             InitScheme::Model => model.init(rng, out),
-            InitScheme::Bernoulli => {
+            InitScheme::Bernoulli { norm } => {
                 for v in out.iter_mut() {
                     *v = if rng.random::<bool>() { 1.0 } else { 0.0 };
+                }
+                let ones = out.iter().filter(|v| **v != 0.0).count();
+                if let (Some(norm), true) = (norm, ones > 0) {
+                    let s = norm / (ones as f32).sqrt();
+                    out.iter_mut().for_each(|v| *v *= s);
                 }
             }
             InitScheme::Gaussian { std } => {

@@ -43,9 +43,7 @@ impl Validate for Config {
             at_least_one("local_steps", self.local_steps)?;
         }
         fraction("participation", self.participation)?;
-        if let InitScheme::Gaussian { std } = self.init {
-            positive("init.std", f64::from(std))?;
-        }
+        self.init.validate("init")?;
         Ok(())
     }
 }

@@ -12,16 +12,15 @@ use crate::common::aggregate::Aggregation;
 #[derive(Debug, Clone)]
 pub struct IfcaClient {
     aggregation: Aggregation,
-    lr: f32,
     local_steps: usize,
 }
 
 impl IfcaClient {
-    /// A client for the given option, step size and local steps.
-    pub fn new(aggregation: Aggregation, lr: f32, local_steps: usize) -> Self {
+    /// A client for the given option and local steps; step sizes come with
+    /// each message.
+    pub fn new(aggregation: Aggregation, local_steps: usize) -> Self {
         Self {
             aggregation,
-            lr,
             local_steps,
         }
     }
@@ -39,7 +38,7 @@ impl ClientHalf for IfcaClient {
     ) -> Result<Up, AlgoError> {
         let p = env.model.num_params();
         let (r, k) = (msg.replicas, msg.k);
-        if msg.models.len() != r * k * p {
+        if msg.models.len() != r * k * p || msg.lrs.len() != r {
             return Err(AlgoError::Protocol(format!(
                 "round {}: expected {r} x {k} models of {p} parameters, got {} values",
                 ctx.round,
@@ -85,13 +84,14 @@ impl ClientHalf for IfcaClient {
                 grad.copy_from_slice(slot);
                 let j = chosen[rep];
                 slot.copy_from_slice(&msg.models[(rep * k + j) * p..(rep * k + j + 1) * p]);
-                fedcluster_core::params::axpy(-self.lr, &grad, slot);
+                let lr = msg.lrs[rep];
+                fedcluster_core::params::axpy(-lr, &grad, slot);
                 if self.local_steps > 1 {
                     gd_steps(
                         env.model,
                         slot,
                         env.data,
-                        self.lr,
+                        lr,
                         self.local_steps - 1,
                         &mut grad,
                         env.ws,

@@ -15,8 +15,10 @@ pub struct Config {
     /// Option I (`gradient`) or option II (`model`).
     #[serde(default = "default_aggregation")]
     pub aggregation: Aggregation,
-    /// Step size `γ`.
-    pub lr: f32,
+    /// Step size `γ`, or a list of step sizes swept side by side: the replicas
+    /// are then every restart with every step size (restart-major within a step
+    /// size), and the lowest final training loss selects among all of them.
+    pub lr: StepSizes,
     /// Local steps `τ` per round (model averaging only).
     #[serde(default = "default_local_steps")]
     pub local_steps: usize,
@@ -35,6 +37,44 @@ pub struct Config {
     pub stable_rounds: usize,
 }
 
+/// One step size or several swept side by side.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum StepSizes {
+    /// A single step size.
+    One(f32),
+    /// Several step sizes, each run with every restart.
+    Sweep(Vec<f32>),
+}
+
+impl StepSizes {
+    /// The step sizes, in order.
+    pub fn values(&self) -> &[f32] {
+        match self {
+            StepSizes::One(lr) => std::slice::from_ref(lr),
+            StepSizes::Sweep(lrs) => lrs,
+        }
+    }
+}
+
+impl From<f32> for StepSizes {
+    fn from(lr: f32) -> Self {
+        StepSizes::One(lr)
+    }
+}
+
+impl Config {
+    /// Number of replicas: restarts times step sizes.
+    pub fn replicas(&self) -> usize {
+        self.restarts * self.lr.values().len()
+    }
+
+    /// Step size of replica `r`.
+    pub fn replica_lr(&self, r: usize) -> f32 {
+        self.lr.values()[r / self.restarts]
+    }
+}
+
 fn default_aggregation() -> Aggregation {
     Aggregation::Gradient
 }
@@ -51,15 +91,24 @@ fn default_restarts() -> usize {
 impl Validate for Config {
     fn validate(&self) -> Result<(), FieldError> {
         at_least_one("clusters", self.clusters)?;
-        positive("lr", f64::from(self.lr))?;
+        let lrs = self.lr.values();
+        if lrs.is_empty() {
+            return Err(FieldError::new("lr", "needs at least one step size"));
+        }
+        for (i, lr) in lrs.iter().enumerate() {
+            let field = if lrs.len() == 1 {
+                "lr".to_string()
+            } else {
+                format!("lr[{i}]")
+            };
+            positive(&field, f64::from(*lr))?;
+        }
         if self.aggregation == Aggregation::Model {
             at_least_one("local_steps", self.local_steps)?;
         }
         fraction("participation", self.participation)?;
         at_least_one("restarts", self.restarts)?;
-        if let InitScheme::Gaussian { std } = self.init {
-            positive("init.std", f64::from(std))?;
-        }
+        self.init.validate("init")?;
         Ok(())
     }
 }

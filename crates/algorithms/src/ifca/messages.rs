@@ -14,6 +14,8 @@ pub struct Down {
     pub replicas: usize,
     /// Models per replica.
     pub k: usize,
+    /// Step size of each active replica (used by the local update).
+    pub lrs: Arc<Vec<f32>>,
     /// Stable identity: for each active replica, the cluster whose model is the
     /// only one sent; the client then skips the assignment step.
     pub own: Option<Vec<u32>>,
@@ -30,10 +32,11 @@ impl Message for Down {
     fn wire_bytes(&self) -> u64 {
         let p = self.params_per_model() as u64;
         let r = self.replicas as u64;
-        match &self.own {
+        let models = match &self.own {
             Some(_) => r * (p * 4 + 4),
             None => r * self.k as u64 * p * 4,
-        }
+        };
+        models + 4 * r
     }
 
     fn is_finite(&self) -> bool {

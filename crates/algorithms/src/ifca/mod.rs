@@ -21,8 +21,10 @@
 //!
 //! At the end the replica with the lowest training loss (the mean loss of the
 //! clients at their chosen models in the last round) is selected; every replica
-//! is reported. A replica whose loss or update becomes non-finite is dropped; the
-//! run fails only when every replica has diverged.
+//! is reported. Several step sizes can be swept the same way (replicas = restarts
+//! x step sizes). A replica whose loss or update becomes non-finite, or whose
+//! training loss grows 10^8-fold over its first round, is dropped; the run fails
+//! only when every replica has diverged.
 
 mod client;
 mod config;
@@ -31,6 +33,9 @@ mod server;
 
 pub use crate::common::aggregate::Aggregation;
 pub use client::IfcaClient;
-pub use config::Config;
+pub use config::{Config, StepSizes};
 pub use messages::{Down, Up};
 pub use server::IfcaServer;
+
+#[cfg(test)]
+mod tests;

@@ -16,6 +16,11 @@ use crate::common::aggregate::{apply_gradients, average_models};
 use crate::common::checked::Checked;
 use crate::common::sampling::participants;
 
+/// A replica whose training loss exceeds its first-round loss by this factor is
+/// declared diverged: gradient descent with a step size beyond the stability
+/// limit grows geometrically and never comes back.
+pub const DIVERGED_LOSS_GROWTH: f64 = 1e8;
+
 /// One independent IFCA run (a random restart).
 #[derive(Debug)]
 struct Replica {
@@ -25,6 +30,8 @@ struct Replica {
     assignment: Vec<Option<usize>>,
     /// Training loss reported in the last round.
     train_loss: Option<f64>,
+    /// Training loss reported in the first round.
+    first_loss: Option<f64>,
     /// Set when the replica diverged.
     diverged: bool,
 }
@@ -49,9 +56,10 @@ impl IfcaServer {
     pub fn new(config: Checked<Config>, model: &dyn Model, num_clients: usize, seed: u64) -> Self {
         let p = model.num_params();
         let k = config.clusters;
-        let replicas = (0..config.restarts)
+        let replicas = (0..config.replicas())
             .map(|r| {
-                let mut rng = stream(seed, Purpose::Init, r as u64, 0);
+                // Every step size starts from the same restarts.
+                let mut rng = stream(seed, Purpose::Init, (r % config.restarts) as u64, 0);
                 let mut models = vec![0.0; k * p];
                 for m in models.chunks_exact_mut(p) {
                     config.init.fill(model, &mut rng, m);
@@ -60,6 +68,7 @@ impl IfcaServer {
                     models,
                     assignment: vec![None; num_clients],
                     train_loss: None,
+                    first_loss: None,
                     diverged: false,
                 }
             })
@@ -105,6 +114,12 @@ impl ServerHalf for IfcaServer {
             models.extend_from_slice(&self.replicas[r].models);
         }
         let models = Arc::new(models);
+        let lrs = Arc::new(
+            self.active
+                .iter()
+                .map(|&r| self.config.replica_lr(r))
+                .collect::<Vec<_>>(),
+        );
         let chosen = participants(self.stable_for.len(), self.config.participation, rng);
         self.participants = chosen.len();
         Ok(chosen
@@ -114,6 +129,7 @@ impl ServerHalf for IfcaServer {
                     models: Arc::clone(&models),
                     replicas: self.active.len(),
                     k: self.config.clusters,
+                    lrs: Arc::clone(&lrs),
                     own: self.own_clusters(id),
                 };
                 (id, down)
@@ -135,7 +151,6 @@ impl ServerHalf for IfcaServer {
             }
         }
         let mut changed = vec![false; self.stable_for.len()];
-        let scale = self.config.lr / self.participants.max(1) as f32;
         let mut last_failure: Option<(Option<ClientId>, String)> = None;
         for (slot, &r) in self.active.iter().enumerate() {
             if let Some((id, _)) = replies.iter().find(|(_, up)| up.losses[slot].is_none()) {
@@ -143,6 +158,7 @@ impl ServerHalf for IfcaServer {
                 last_failure = Some((Some(*id), format!("replica {r}: non-finite loss or update")));
                 continue;
             }
+            let scale = self.config.replica_lr(r) / self.participants.max(1) as f32;
             let replica = &mut self.replicas[r];
             for (id, up) in &replies {
                 let c = Some(up.chosen[slot] as usize);
@@ -177,7 +193,21 @@ impl ServerHalf for IfcaServer {
                     .iter()
                     .map(|(_, up)| (up.losses[slot].unwrap_or(f64::NAN), up.samples)),
             );
-            if !all_finite(&replica.models) {
+            let first = *replica
+                .first_loss
+                .get_or_insert(replica.train_loss.unwrap_or(f64::NAN));
+            if replica
+                .train_loss
+                .is_some_and(|l| l > DIVERGED_LOSS_GROWTH * first)
+            {
+                replica.diverged = true;
+                last_failure = Some((
+                    None,
+                    format!(
+                        "replica {r}: training loss grew more than {DIVERGED_LOSS_GROWTH:e}-fold"
+                    ),
+                ));
+            } else if !all_finite(&replica.models) {
                 replica.diverged = true;
                 last_failure = Some((
                     None,

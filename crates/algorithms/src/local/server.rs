@@ -40,7 +40,8 @@ impl Validate for Config {
     fn validate(&self) -> Result<(), FieldError> {
         positive("lr", f64::from(self.lr))?;
         at_least_one("local_steps", self.local_steps)?;
-        fraction("participation", self.participation)
+        fraction("participation", self.participation)?;
+        self.init.validate("init")
     }
 }
 

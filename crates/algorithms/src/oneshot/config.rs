@@ -66,7 +66,8 @@ impl Validate for Config {
         if self.aggregation == Aggregation::Model {
             at_least_one("local_steps", self.local_steps)?;
         }
-        fraction("participation", self.participation)
+        fraction("participation", self.participation)?;
+        self.erm_init.validate("erm_init")
     }
 }
 

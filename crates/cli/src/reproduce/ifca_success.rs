@@ -15,6 +15,7 @@ use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use fedcluster_algorithms::{Aggregation, InitScheme, ifca};
+use fedcluster_data::TruthScale;
 use fedcluster_data::synthetic::IfcaSyntheticSpec;
 use fedcluster_sim::EngineError;
 
@@ -45,6 +46,8 @@ pub struct Options {
     pub threads: usize,
     /// Base seed; trial `t` of cell `c` uses data seed `seed + 1000 c + t`.
     pub seed: u64,
+    /// How `R` scales the true parameters (and the Bernoulli initialisations).
+    pub truth_scale: TruthScale,
 }
 
 impl Default for Options {
@@ -55,6 +58,7 @@ impl Default for Options {
             inits: 10,
             threads: 0,
             seed: 1,
+            truth_scale: TruthScale::Entries,
         }
     }
 }
@@ -81,14 +85,9 @@ impl Trial {
     }
 }
 
-/// The run config of one (σ, R, trial, step size).
-pub fn trial_config(
-    sigma: f64,
-    separation: f64,
-    seed: u64,
-    lr: f32,
-    options: &Options,
-) -> RunConfig {
+/// The run config of one (σ, R, trial): every initialisation with every step
+/// size, side by side.
+pub fn trial_config(sigma: f64, separation: f64, seed: u64, options: &Options) -> RunConfig {
     RunConfig {
         name: Some("ifca-synthetic-success".into()),
         seed,
@@ -103,16 +102,22 @@ pub fn trial_config(
             clusters: 2,
             noise_std: sigma,
             separation,
+            truth_scale: options.truth_scale,
         }),
         model: ModelConfig::Linear,
         algorithm: AlgorithmConfig::Ifca(ifca::Config {
             clusters: 2,
             aggregation: Aggregation::Gradient,
-            lr,
+            lr: ifca::StepSizes::Sweep(STEP_SIZES.to_vec()),
             local_steps: 1,
             participation: 1.0,
             restarts: options.inits,
-            init: InitScheme::Bernoulli,
+            init: InitScheme::Bernoulli {
+                norm: match options.truth_scale {
+                    TruthScale::Norm => Some(separation as f32),
+                    TruthScale::Entries => None,
+                },
+            },
             stable_rounds: 0,
         }),
     }
@@ -120,10 +125,12 @@ pub fn trial_config(
 
 /// Runs the grid, showing progress, and returns every trial.
 pub fn run_grid(options: &Options) -> Result<Vec<Trial>> {
-    let total = (SIGMAS.len() * SEPARATIONS.len() * options.trials * STEP_SIZES.len()) as u64;
+    let total = (SIGMAS.len() * SEPARATIONS.len() * options.trials) as u64;
     let bar = ProgressBar::new(total).with_style(
-        ProgressStyle::with_template("{bar:40} {pos}/{len} runs  {elapsed_precise} (eta {eta})")
-            .expect("valid template"),
+        ProgressStyle::with_template(
+            "{bar:40} {pos}/{len} data sets  {elapsed_precise} (eta {eta})",
+        )
+        .expect("valid template"),
     );
     let mut trials = Vec::new();
     for (si, &sigma) in SIGMAS.iter().enumerate() {
@@ -131,16 +138,9 @@ pub fn run_grid(options: &Options) -> Result<Vec<Trial>> {
             let cell = (si * SEPARATIONS.len() + ri) as u64;
             for trial in 0..options.trials {
                 let seed = options.seed + 1000 * cell + trial as u64;
-                let data = build_data(&trial_config(sigma, separation, seed, 0.1, options))?;
-                let (mut best_dist, mut best_lr) = (f64::INFINITY, f32::NAN);
-                for &lr in &STEP_SIZES {
-                    let config = trial_config(sigma, separation, seed, lr, options);
-                    let dist = final_best_dist(&config, &data)?;
-                    if dist < best_dist {
-                        (best_dist, best_lr) = (dist, lr);
-                    }
-                    bar.inc(1);
-                }
+                let config = trial_config(sigma, separation, seed, options);
+                let data = build_data(&config)?;
+                let (best_dist, best_lr) = best_final_dist(&config, &data, options.inits)?;
                 trials.push(Trial {
                     sigma,
                     separation,
@@ -148,6 +148,7 @@ pub fn run_grid(options: &Options) -> Result<Vec<Trial>> {
                     best_dist,
                     best_lr,
                 });
+                bar.inc(1);
             }
         }
     }
@@ -155,17 +156,23 @@ pub fn run_grid(options: &Options) -> Result<Vec<Trial>> {
     Ok(trials)
 }
 
-/// Smallest final parameter error over the replicas; infinity when every
-/// replica diverged.
-fn final_best_dist(config: &RunConfig, data: &fedcluster_data::FederatedData) -> Result<f64> {
+/// Smallest final parameter error over the replicas (initialisations x step
+/// sizes) and the step size that gave it; infinity when every replica diverged.
+fn best_final_dist(
+    config: &RunConfig,
+    data: &fedcluster_data::FederatedData,
+    inits: usize,
+) -> Result<(f64, f32)> {
     match execute(config, data, &mut |_| {}) {
         Ok(outcome) => Ok(outcome
             .final_records()
             .iter()
             .filter(|r| !r.diverged)
-            .filter_map(|r| r.param_error)
-            .fold(f64::INFINITY, f64::min)),
-        Err(e) if is_divergence(&e) => Ok(f64::INFINITY),
+            .filter_map(|r| r.param_error.map(|e| (e, STEP_SIZES[r.replica / inits])))
+            .fold((f64::INFINITY, f32::NAN), |best, x| {
+                if x.0 < best.0 { x } else { best }
+            })),
+        Err(e) if is_divergence(&e) => Ok((f64::INFINITY, f32::NAN)),
         Err(e) => Err(e),
     }
 }

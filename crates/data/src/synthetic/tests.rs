@@ -13,6 +13,7 @@ fn ifca_spec() -> IfcaSyntheticSpec {
         clusters: 3,
         noise_std: 0.5,
         separation: 2.5,
+        truth_scale: Default::default(),
     }
 }
 
@@ -114,6 +115,7 @@ fn ifca_truth_norm_holds_in_high_and_tiny_dimension() {
         let spec = IfcaSyntheticSpec {
             dim,
             separation: r,
+            truth_scale: Default::default(),
             clients: 4,
             clusters: 4,
             ..ifca_spec()
@@ -307,6 +309,7 @@ fn ifca_validation_names_the_field() {
     assert_eq!(
         ifca_field(IfcaSyntheticSpec {
             separation: -1.0,
+            truth_scale: Default::default(),
             ..s()
         }),
         "separation"

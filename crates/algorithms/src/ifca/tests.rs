@@ -1,0 +1,220 @@
+//! IFCA halves on hand-made messages and a small seeded federation.
+
+use std::sync::Arc;
+
+use rand_distr::{Distribution, StandardNormal};
+
+use fedcluster_core::{
+    Batch, ClientEnv, ClientHalf, Purpose, RoundCtx, ServerHalf, Targets, Workspace, stream,
+};
+use fedcluster_models::LinearRegression;
+use fedcluster_sim::{InProcess, run};
+
+use super::{Down, IfcaClient, IfcaServer, Up};
+use crate::common::aggregate::Aggregation;
+use crate::common::checked::Checked;
+use crate::common::init::InitScheme;
+use crate::ifca::Config;
+
+fn config(aggregation: Aggregation, restarts: usize, stable_rounds: usize) -> Checked<Config> {
+    Checked::new(Config {
+        clusters: 2,
+        aggregation,
+        lr: 0.5.into(),
+        local_steps: 3,
+        participation: 1.0,
+        restarts,
+        init: InitScheme::Zeros,
+        stable_rounds,
+    })
+    .unwrap()
+}
+
+fn ctx(round: usize, m: usize) -> RoundCtx {
+    RoundCtx {
+        round,
+        rounds: 10,
+        num_clients: m,
+    }
+}
+
+fn up(chosen: u32, payload: Vec<f32>) -> Up {
+    Up {
+        chosen: vec![chosen],
+        losses: vec![Some(1.0)],
+        payload,
+        samples: 10,
+    }
+}
+
+#[test]
+fn gradient_averaging_divides_by_the_participants_and_keeps_empty_clusters() {
+    let model = LinearRegression::new(2).unwrap();
+    let mut server = IfcaServer::new(config(Aggregation::Gradient, 1, 0), &model, 4, 1);
+    let mut rng = stream(1, Purpose::Server, 0, 0);
+    let plan = server.plan(&ctx(0, 4), &mut rng).unwrap();
+    assert_eq!(plan.len(), 4);
+    let replies = vec![
+        (0, up(0, vec![1.0, 0.0])),
+        (1, up(0, vec![3.0, 4.0])),
+        (2, up(0, vec![0.0, 4.0])),
+        (3, up(0, vec![0.0, 0.0])),
+    ];
+    server.absorb(&ctx(0, 4), replies).unwrap();
+    // θ_0 = 0 - (0.5 / 4) (4, 8); θ_1 received nothing and stays 0.
+    assert_eq!(server.models(0), &[-0.5, -1.0, 0.0, 0.0]);
+    let snap = server.snapshot();
+    assert_eq!(snap.replicas[0].assignment, &[Some(0); 4]);
+    assert_eq!(snap.replicas[0].train_loss, Some(1.0));
+}
+
+#[test]
+fn model_averaging_weights_by_samples() {
+    let model = LinearRegression::new(1).unwrap();
+    let mut server = IfcaServer::new(config(Aggregation::Model, 1, 0), &model, 2, 1);
+    let mut rng = stream(1, Purpose::Server, 0, 0);
+    server.plan(&ctx(0, 2), &mut rng).unwrap();
+    let mut a = up(1, vec![2.0]);
+    a.samples = 30;
+    let b = up(1, vec![6.0]);
+    server.absorb(&ctx(0, 2), vec![(0, a), (1, b)]).unwrap();
+    assert_eq!(server.models(0), &[0.0, 3.0]);
+}
+
+#[test]
+fn stable_clients_receive_only_their_own_model() {
+    let model = LinearRegression::new(3).unwrap();
+    let mut server = IfcaServer::new(config(Aggregation::Gradient, 1, 2), &model, 2, 1);
+    let mut rng = stream(1, Purpose::Server, 0, 0);
+    for round in 0..4 {
+        let plan = server.plan(&ctx(round, 2), &mut rng).unwrap();
+        // Stable for 2 rounds after rounds 0 and 1 (the first reply is a change).
+        let expect_own = round >= 3;
+        for (_, down) in &plan {
+            assert_eq!(down.own.is_some(), expect_own, "round {round}");
+        }
+        let replies = vec![(0, up(1, vec![0.0; 3])), (1, up(0, vec![0.0; 3]))];
+        server.absorb(&ctx(round, 2), replies).unwrap();
+    }
+    let plan = server.plan(&ctx(4, 2), &mut rng).unwrap();
+    assert_eq!(plan[0].1.own.as_deref(), Some(&[1u32][..]));
+    use fedcluster_core::Message;
+    // One model of 3 floats, its cluster index and the replica's step size.
+    assert_eq!(plan[0].1.wire_bytes(), 3 * 4 + 4 + 4);
+}
+
+#[test]
+fn a_diverged_replica_is_dropped_and_the_last_one_fails_the_run() {
+    let model = LinearRegression::new(1).unwrap();
+    let mut server = IfcaServer::new(config(Aggregation::Gradient, 2, 0), &model, 1, 1);
+    let mut rng = stream(1, Purpose::Server, 0, 0);
+    server.plan(&ctx(0, 1), &mut rng).unwrap();
+    let reply = Up {
+        chosen: vec![0, 0],
+        losses: vec![None, Some(1.0)],
+        payload: vec![0.0, 1.0],
+        samples: 1,
+    };
+    server.absorb(&ctx(0, 1), vec![(0, reply)]).unwrap();
+    let snap = server.snapshot();
+    assert!(snap.replicas[0].diverged && !snap.replicas[1].diverged);
+    assert_eq!(snap.selected, 1);
+    let plan = server.plan(&ctx(1, 1), &mut rng).unwrap();
+    assert_eq!(plan[0].1.replicas, 1);
+    let reply = Up {
+        chosen: vec![0],
+        losses: vec![None],
+        payload: vec![0.0],
+        samples: 1,
+    };
+    let err = server
+        .absorb(&ctx(1, 1), vec![(0, reply)])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("round 1, client 0"), "{err}");
+}
+
+#[test]
+fn the_client_picks_the_lowest_loss_model_and_reports_its_gradient() {
+    // y = 2x; model 1 (θ = 2) fits exactly, model 0 (θ = 0) does not.
+    let x = [1.0f32, 2.0, 3.0];
+    let y = [2.0f32, 4.0, 6.0];
+    let model = LinearRegression::new(1).unwrap();
+    let mut ws = Workspace::default();
+    let mut env = ClientEnv {
+        id: 0,
+        data: Batch::new(&x, Targets::Real(&y), 1).unwrap(),
+        model: &model,
+        rng: stream(1, Purpose::Client, 0, 0),
+        ws: &mut ws,
+    };
+    let down = Down {
+        models: Arc::new(vec![0.0, 2.0]),
+        replicas: 1,
+        k: 2,
+        lrs: Arc::new(vec![0.1]),
+        own: None,
+    };
+    let reply = IfcaClient::new(Aggregation::Gradient, 1)
+        .handle(&ctx(0, 1), &down, &mut env)
+        .unwrap();
+    assert_eq!(reply.chosen, vec![1]);
+    assert_eq!(reply.losses, vec![Some(0.0)]);
+    assert_eq!(reply.payload, vec![0.0]);
+}
+
+/// A 2-cluster linear problem with noise σ: IFCA through the in-process engine
+/// recovers both parameter vectors within 0.6σ (the IFCA paper's success bar).
+#[test]
+fn recovers_two_clusters_through_the_engine() {
+    let (m, n, d, sigma) = (10, 60, 4, 0.05f32);
+    let truth = [[1.0f32, -1.0, 0.5, 0.0], [-1.0, 1.0, 0.0, 0.5]];
+    let mut xs = Vec::new();
+    let mut ys = Vec::new();
+    for i in 0..m {
+        let mut rng = stream(5, Purpose::ClientData, 0, i as u64);
+        let t = &truth[i % 2];
+        let x: Vec<f32> = (0..n * d)
+            .map(|_| StandardNormal.sample(&mut rng))
+            .collect();
+        let y: Vec<f32> = x
+            .chunks_exact(d)
+            .map(|row| {
+                let e: f32 = StandardNormal.sample(&mut rng);
+                row.iter().zip(t).map(|(a, b)| a * b).sum::<f32>() + sigma * e
+            })
+            .collect();
+        xs.push(x);
+        ys.push(y);
+    }
+    let batches: Vec<Batch<'_>> = xs
+        .iter()
+        .zip(&ys)
+        .map(|(x, y)| Batch::new(x, Targets::Real(y), d).unwrap())
+        .collect();
+    let model = LinearRegression::new(d).unwrap();
+    let cfg = Checked::new(Config {
+        init: InitScheme::Gaussian { std: 1.0 },
+        restarts: 5,
+        ..config(Aggregation::Gradient, 5, 0).into_inner()
+    })
+    .unwrap();
+    let mut server = IfcaServer::new(cfg, &model, m, 3);
+    let client = IfcaClient::new(Aggregation::Gradient, 1);
+    let mut transport = InProcess::new(vec![client; m], batches, &model, 3, 1).unwrap();
+    run(&mut server, &mut transport, 200, 3, |_| Ok(())).unwrap();
+    let snap = server.snapshot();
+    let best = &snap.replicas[snap.selected];
+    let err = pairwise_param_error(&best.models, &truth);
+    assert!(err < 0.6 * f64::from(sigma), "param error {err}");
+    let a = best.assignment;
+    assert!((0..m).all(|i| a[i] == a[i % 2]) && a[0] != a[1], "{a:?}");
+}
+
+/// `min over the two labellings of (1/2) Σ_j ‖θ_j − θ*_j‖`.
+fn pairwise_param_error(models: &[&[f32]], truth: &[[f32; 4]; 2]) -> f64 {
+    let dist = |a: &[f32], b: &[f32; 4]| fedcluster_core::params::dist(a, b);
+    let straight = dist(models[0], &truth[0]) + dist(models[1], &truth[1]);
+    let swapped = dist(models[0], &truth[1]) + dist(models[1], &truth[0]);
+    straight.min(swapped) / 2.0
+}
