@@ -32,6 +32,15 @@ struct Cli {
     command: Command,
 }
 
+/// How the synthetic true parameters are scaled by R.
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum Scale {
+    /// Entries in {0, R} (the paper's public code).
+    Entries,
+    /// ℓ2 norm R (the paper's text).
+    Norm,
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Run one experiment from a TOML config (the embedded IFCA default if none).
@@ -73,6 +82,10 @@ enum Command {
         /// Worker threads (0: one per core).
         #[arg(long, default_value_t = 0)]
         threads: usize,
+        /// ifca-synthetic-success: scale the true parameters as the paper's public
+        /// code does (`entries`, θ* in {0, R}^d) or as its text says (`norm`, ‖θ*‖ = R).
+        #[arg(long, value_enum, default_value_t = Scale::Entries)]
+        truth_scale: Scale,
     },
     /// Time the hot path of an algorithm and report achieved GFLOP/s.
     Bench {
@@ -117,7 +130,8 @@ impl Command {
                 rounds,
                 out,
                 threads,
-            } => reproduce(&name, trials, full, rounds, out, threads),
+                truth_scale,
+            } => reproduce(&name, trials, full, rounds, out, threads, truth_scale),
             Command::Bench {
                 name,
                 rounds,
@@ -231,12 +245,17 @@ fn reproduce(
     rounds: Option<usize>,
     out: Option<PathBuf>,
     threads: usize,
+    truth_scale: Scale,
 ) -> Result<()> {
     let out = out.unwrap_or_else(|| PathBuf::from("runs/reproduce").join(name));
     match name {
         "ifca-synthetic-success" => {
             let mut options = ifca_success::Options {
                 threads,
+                truth_scale: match truth_scale {
+                    Scale::Entries => fedcluster_data::TruthScale::Entries,
+                    Scale::Norm => fedcluster_data::TruthScale::Norm,
+                },
                 ..Default::default()
             };
             if full {
