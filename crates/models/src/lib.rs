@@ -14,6 +14,7 @@
 
 pub mod error;
 pub mod gradcheck;
+pub mod init;
 pub mod linear;
 pub mod local;
 pub mod logistic;

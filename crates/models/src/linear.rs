@@ -16,9 +16,10 @@
 //! `assign_and_grad`. `bufs[2]` and `bufs[3]` are not used.
 
 use fedcluster_core::kernels::{rest_x, x_wt};
+
+use crate::init::uniform_fan_in;
 use fedcluster_core::model::argmin_f64;
 use fedcluster_core::{Batch, Model, Rng, Targets, Workspace};
-use rand::Rng as _;
 
 use crate::{ModelError, Result, TargetKind, fits, inv_len};
 
@@ -104,13 +105,7 @@ impl Model for LinearRegression {
     /// `U(-1/√dim, 1/√dim)`, like PyTorch's `nn.Linear`.
     fn init(&self, rng: &mut Rng, out: &mut [f32]) {
         debug_assert_eq!(out.len(), self.dim);
-        if self.dim == 0 {
-            return;
-        }
-        let bound = 1.0 / (self.dim as f32).sqrt();
-        for v in out {
-            *v = rng.random_range(-bound..bound);
-        }
+        uniform_fan_in(rng, self.dim, out);
     }
 
     /// NaN if the batch does not fit (wrong targets or shape); 0 if it is empty.

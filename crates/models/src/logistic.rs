@@ -17,8 +17,8 @@
 use fedcluster_core::linalg::{MatMut, MatRef, matmul};
 use fedcluster_core::model::argmin_f64;
 use fedcluster_core::{Batch, Model, Rng, Targets, Workspace};
-use rand::Rng as _;
 
+use crate::init::uniform_fan_in;
 use crate::{ModelError, Result, TargetKind, fits, inv_len};
 
 /// Multinomial logistic regression over `dim` features and `classes` classes.
@@ -174,14 +174,7 @@ impl Model for LogisticRegression {
     /// `U(-1/√dim, 1/√dim)` for `W` and `b`, like PyTorch's `nn.Linear`.
     fn init(&self, rng: &mut Rng, out: &mut [f32]) {
         debug_assert_eq!(out.len(), self.num_params());
-        if self.dim == 0 {
-            out.fill(0.0);
-            return;
-        }
-        let bound = 1.0 / (self.dim as f32).sqrt();
-        for v in out {
-            *v = rng.random_range(-bound..bound);
-        }
+        uniform_fan_in(rng, self.dim, out);
     }
 
     /// NaN if the batch does not fit (wrong targets, class out of range, shape).

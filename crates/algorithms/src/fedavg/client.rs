@@ -1,7 +1,7 @@
 //! FedAvg client half: one gradient, or `local_steps` local steps.
 
 use fedcluster_core::{AlgoError, ClientEnv, ClientHalf, RoundCtx};
-use fedcluster_models::local::gd_steps;
+use fedcluster_models::local::gd_steps_ws;
 
 use crate::common::aggregate::Aggregation;
 use crate::common::messages::{ClusterModel, ModelReply};
@@ -26,30 +26,26 @@ impl FedAvgClient {
 
     /// Trains from `start` on the client's data and builds the reply.
     pub(crate) fn train(&self, start: &[f32], env: &mut ClientEnv<'_>) -> ModelReply {
-        let p = start.len();
-        let mut grad = std::mem::take(&mut env.ws.grad);
-        grad.resize(p, 0.0);
-        let reply = match self.aggregation {
+        let samples = env.data.len();
+        match self.aggregation {
             Aggregation::Gradient => {
+                let mut grad = vec![0.0; start.len()];
                 let loss = env.model.loss_grad(start, env.data, &mut grad, env.ws);
-                ModelReply::checked(grad.clone(), loss, env.data.len())
+                ModelReply::checked(grad, loss, samples)
             }
             Aggregation::Model => {
                 let mut params = start.to_vec();
-                let loss = gd_steps(
+                let loss = gd_steps_ws(
                     env.model,
                     &mut params,
                     env.data,
                     self.lr,
                     self.local_steps,
-                    &mut grad,
                     env.ws,
                 );
-                ModelReply::checked(params, loss, env.data.len())
+                ModelReply::checked(params, loss, samples)
             }
-        };
-        env.ws.grad = grad;
-        reply
+        }
     }
 }
 

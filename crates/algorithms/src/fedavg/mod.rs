@@ -23,3 +23,6 @@ mod server;
 pub use client::FedAvgClient;
 pub use config::Config;
 pub use server::FedAvgServer;
+
+#[cfg(test)]
+mod tests;

@@ -1,7 +1,7 @@
 //! Local-training client half: it owns its model across rounds.
 
 use fedcluster_core::{AlgoError, ClientEnv, ClientHalf, RoundCtx};
-use fedcluster_models::local::gd_steps;
+use fedcluster_models::local::gd_steps_ws;
 
 use super::server::TrainLocally;
 use crate::common::init::InitScheme;
@@ -44,18 +44,14 @@ impl ClientHalf for LocalClient {
             self.init.fill(env.model, &mut env.rng, &mut v);
             v
         });
-        let mut grad = std::mem::take(&mut env.ws.grad);
-        grad.resize(p, 0.0);
-        let loss = gd_steps(
+        let loss = gd_steps_ws(
             env.model,
             params,
             env.data,
             self.lr,
             self.local_steps,
-            &mut grad,
             env.ws,
         );
-        env.ws.grad = grad;
         Ok(ModelReply::checked(params.clone(), loss, env.data.len()))
     }
 }

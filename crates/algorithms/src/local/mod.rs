@@ -13,3 +13,6 @@ mod server;
 
 pub use client::LocalClient;
 pub use server::{Config, LocalServer, TrainLocally};
+
+#[cfg(test)]
+mod tests;

@@ -1,7 +1,7 @@
 //! One-shot clustering client half.
 
 use fedcluster_core::{AlgoError, ClientEnv, ClientHalf, RoundCtx};
-use fedcluster_models::local::gd_steps;
+use fedcluster_models::local::gd_steps_ws;
 
 use super::config::Config;
 use super::messages::{Down, Up};
@@ -45,18 +45,14 @@ impl ClientHalf for OneShotClient {
                 let p = env.model.num_params();
                 let mut params = vec![0.0; p];
                 self.erm_init.fill(env.model, &mut env.rng, &mut params);
-                let mut grad = std::mem::take(&mut env.ws.grad);
-                grad.resize(p, 0.0);
-                gd_steps(
+                gd_steps_ws(
                     env.model,
                     &mut params,
                     env.data,
                     self.erm_lr,
                     self.erm_steps,
-                    &mut grad,
                     env.ws,
                 );
-                env.ws.grad = grad;
                 let loss = env.model.loss(&params, env.data, env.ws);
                 Ok(Up::Erm(ModelReply::checked(params, loss, env.data.len())))
             }

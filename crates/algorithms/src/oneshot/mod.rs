@@ -22,3 +22,6 @@ pub use client::OneShotClient;
 pub use config::Config;
 pub use messages::{Down, Up};
 pub use server::OneShotServer;
+
+#[cfg(test)]
+mod tests;
