@@ -18,10 +18,12 @@ pub mod init;
 pub mod linear;
 pub mod local;
 pub mod logistic;
+pub mod mlp;
 
 pub use error::{ModelError, Result};
 pub use linear::LinearRegression;
 pub use logistic::LogisticRegression;
+pub use mlp::Mlp;
 
 use fedcluster_core::{Batch, Targets};
 

@@ -117,7 +117,7 @@ fn row_max(z: &[f32]) -> f32 {
 
 /// Cross-entropy `log Σ exp(z) - z_y` of one sample, stable; NaN if `y` is out of
 /// range or a logit is not finite.
-fn sample_loss(z: &[f32], y: u32) -> f64 {
+pub(crate) fn sample_loss(z: &[f32], y: u32) -> f64 {
     let Some(&zy) = z.get(y as usize) else {
         return f64::NAN;
     };
@@ -127,7 +127,7 @@ fn sample_loss(z: &[f32], y: u32) -> f64 {
 }
 
 /// Overwrites logits `z` by `softmax(z) - onehot(y)` (all NaN if `y` is out of range).
-fn softmax_minus_onehot(z: &mut [f32], y: u32) {
+pub(crate) fn softmax_minus_onehot(z: &mut [f32], y: u32) {
     let m = row_max(z);
     let mut s = 0.0;
     for v in z.iter_mut() {
@@ -146,7 +146,7 @@ fn softmax_minus_onehot(z: &mut [f32], y: u32) {
 
 /// `gb = scale · Σ_rows delta[row, ..]` for `delta` rows of `gb.len()` columns
 /// taken at `offset` within rows of `stride` values.
-fn bias_grad(delta: &[f32], stride: usize, offset: usize, scale: f32, gb: &mut [f32]) {
+pub(crate) fn bias_grad(delta: &[f32], stride: usize, offset: usize, scale: f32, gb: &mut [f32]) {
     gb.fill(0.0);
     for row in delta.chunks_exact(stride) {
         for (g, v) in gb.iter_mut().zip(&row[offset..]) {
