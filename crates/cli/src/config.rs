@@ -43,6 +43,8 @@ pub enum DataConfig {
     IfcaSynthetic(fedcluster_data::synthetic::IfcaSyntheticSpec),
     /// Su, Xu, Yang 2024, Section V: mixed linear regression with unequal clients.
     MixedRegression(fedcluster_data::synthetic::MixedRegressionSpec),
+    /// MNIST with one cluster per image transform (rotated, inverted, ...).
+    Mnist(fedcluster_data::MnistClustersSpec),
 }
 
 /// Model architectures; input and output sizes come from the data.
@@ -54,6 +56,16 @@ pub enum ModelConfig {
     Linear,
     /// Multinomial logistic regression.
     Logistic,
+    /// One ReLU hidden layer and a softmax output (784-200-10 on MNIST).
+    Mlp {
+        /// Hidden units.
+        #[serde(default = "default_hidden")]
+        hidden: usize,
+    },
+}
+
+fn default_hidden() -> usize {
+    200
 }
 
 /// Algorithms, chosen by `name`.
@@ -138,11 +150,13 @@ impl RunConfig {
         match &self.data {
             DataConfig::IfcaSynthetic(s) => s.validate(),
             DataConfig::MixedRegression(s) => s.validate(),
+            DataConfig::Mnist(s) => s.validate(),
         }
         .map_err(|e| match e {
             fedcluster_data::DataError::Invalid { field, why } => {
                 FieldError::new(field, why).within("data")
             }
+            other => FieldError::new("data", other.to_string()),
         })?;
         self.checked_algorithm()
             .map(|_| ())

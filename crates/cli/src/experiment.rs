@@ -8,7 +8,7 @@ use anyhow::{Context, Result, bail};
 use fedcluster_algorithms::{fedavg, ifca, local, oneshot, oracle};
 use fedcluster_core::{Batch, ClientHalf, Model, ServerHalf};
 use fedcluster_data::{FederatedData, Task};
-use fedcluster_models::{LinearRegression, LogisticRegression};
+use fedcluster_models::{LinearRegression, LogisticRegression, Mlp};
 use fedcluster_sim::record::{RoundRecord, TestSet, Truth, records};
 use fedcluster_sim::{InProcess, run};
 
@@ -52,6 +52,16 @@ pub fn build_data(config: &RunConfig) -> Result<FederatedData> {
         DataConfig::MixedRegression(spec) => {
             fedcluster_data::synthetic::mixed_regression(spec, config.seed)
         }
+        DataConfig::Mnist(spec) => {
+            let Some(dir) = &spec.data_dir else {
+                bail!(
+                    "field `data.data_dir`: MNIST needs the directory of its IDX files \
+                     (set it or pass --data-dir DIR)"
+                );
+            };
+            let mnist = fedcluster_data::load_mnist(dir)?;
+            fedcluster_data::mnist_clusters(&mnist, spec, config.seed)
+        }
     }
     .context("cannot build the data set")?;
     data.validate().context("the data set is malformed")?;
@@ -65,8 +75,14 @@ pub fn build_model(config: &RunConfig, data: &FederatedData) -> Result<Box<dyn M
         (ModelConfig::Logistic, Task::Classification { classes }) => {
             Box::new(LogisticRegression::new(data.dim, *classes)?)
         }
+        (ModelConfig::Mlp { hidden }, Task::Classification { classes }) => {
+            Box::new(Mlp::new(data.dim, hidden, *classes)?)
+        }
         (ModelConfig::Linear, _) => {
             bail!("field `model.kind`: `linear` needs a regression data set")
+        }
+        (ModelConfig::Mlp { .. }, _) => {
+            bail!("field `model.kind`: `mlp` needs a classification data set")
         }
         (ModelConfig::Logistic, _) => {
             bail!("field `model.kind`: `logistic` needs a classification data set")

@@ -56,6 +56,9 @@ enum Command {
         /// Worker threads (overrides the config's `threads`; 0: one per core).
         #[arg(long)]
         threads: Option<usize>,
+        /// Directory of the real data set's files (overrides `data.data_dir`).
+        #[arg(long)]
+        data_dir: Option<PathBuf>,
         /// Replace an existing run directory.
         #[arg(long)]
         overwrite: bool,
@@ -120,9 +123,17 @@ impl Command {
                 out,
                 overrides,
                 threads,
+                data_dir,
                 overwrite,
                 quiet,
-            } => run(config, out, overrides, threads, overwrite, quiet),
+            } => {
+                let mut overrides = overrides;
+                if let Some(dir) = data_dir {
+                    let dir = toml::Value::String(dir.to_string_lossy().into_owned());
+                    overrides.push(format!("data.data_dir={dir}"));
+                }
+                run(config, out, overrides, threads, overwrite, quiet)
+            }
             Command::Reproduce {
                 name,
                 trials,
@@ -175,9 +186,11 @@ fn run(
         ),
     };
     let out = out.unwrap_or_else(|| PathBuf::from("runs").join(&stem));
+    // Problems with the output or the data surface before any directory exists.
+    RunDir::check_target(&out, overwrite)?;
+    let data = build_data(&config)?;
     let dir = RunDir::create(&out, overwrite)?;
     let result = (|| {
-        let data = build_data(&config)?;
         let bar = if quiet {
             ProgressBar::hidden()
         } else {

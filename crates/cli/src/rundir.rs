@@ -165,8 +165,8 @@ pub struct RunDir {
 }
 
 impl RunDir {
-    /// Prepares `target`: it must not exist (or be empty) unless `overwrite`.
-    pub fn create(target: &Path, overwrite: bool) -> Result<Self> {
+    /// Fails when `target` exists and is not empty, unless `overwrite`.
+    pub fn check_target(target: &Path, overwrite: bool) -> Result<()> {
         if target.exists() {
             let empty = fs::read_dir(target)
                 .map(|mut d| d.next().is_none())
@@ -178,6 +178,12 @@ impl RunDir {
                 );
             }
         }
+        Ok(())
+    }
+
+    /// Prepares `target`: it must not exist (or be empty) unless `overwrite`.
+    pub fn create(target: &Path, overwrite: bool) -> Result<Self> {
+        Self::check_target(target, overwrite)?;
         let mut partial = target.as_os_str().to_owned();
         partial.push(".partial");
         let partial = PathBuf::from(partial);

@@ -6,6 +6,9 @@
 //! - [`synthetic`]: deterministic generators of the synthetic experiments:
 //!   [`ifca_synthetic`] (IFCA, Ghosh et al., Section VI-A) and
 //!   [`mixed_regression`] (two-phase mixed linear regression, Section V).
+//! - [`mnist`]: the MNIST reader [`load_mnist`] (IDX files, plain or gzipped),
+//!   image [`Transform`]s, and [`mnist_clusters`], one cluster per transform
+//!   (rotated MNIST of IFCA, Section VI-B; inverted MNIST of SR-FCA).
 //!
 //! Every random draw comes from a [`fedcluster_core::rng::stream`] keyed by what
 //! it is for and by the client it belongs to, so a client's data do not depend on
@@ -13,10 +16,12 @@
 
 pub mod dataset;
 pub mod error;
+pub mod mnist;
 pub mod synthetic;
 
 pub use dataset::{ClientData, FederatedData, GroundTruth, TargetsOwned, Task};
 pub use error::{DataError, Result};
+pub use mnist::{Mnist, MnistClustersSpec, Transform, load_mnist, mnist_clusters};
 pub use synthetic::{
     ClientGroup, IfcaSyntheticSpec, MixedRegressionSpec, TruthScale, ifca_synthetic,
     mixed_regression,

@@ -245,27 +245,22 @@ pub fn ifca_synthetic(spec: &IfcaSyntheticSpec, seed: u64) -> Result<FederatedDa
         .collect();
     let per_cluster = spec.clients / spec.clusters;
     let labels: Vec<usize> = (0..spec.clients).map(|i| i / per_cluster).collect();
-    let train = labels
-        .iter()
-        .enumerate()
-        .map(|(i, &j)| {
-            let mut rng = stream(seed, Purpose::ClientData, 0, i as u64);
-            linear_client(&mut rng, &params[j], spec.points_per_client, spec.noise_std)
-        })
-        .collect();
-    let test = labels
-        .iter()
-        .enumerate()
-        .map(|(i, &j)| {
-            let mut rng = stream(seed, Purpose::TestData, 0, i as u64);
-            linear_client(
-                &mut rng,
-                &params[j],
-                spec.test_points_per_client,
-                spec.noise_std,
-            )
-        })
-        .collect();
+    let train = linear_clients(
+        seed,
+        Purpose::ClientData,
+        &params,
+        &labels,
+        |_| spec.points_per_client,
+        spec.noise_std,
+    );
+    let test = linear_clients(
+        seed,
+        Purpose::TestData,
+        &params,
+        &labels,
+        |_| spec.test_points_per_client,
+        spec.noise_std,
+    );
     Ok(FederatedData {
         name: "ifca_synthetic".into(),
         dim: spec.dim,
@@ -312,28 +307,22 @@ pub fn mixed_regression(spec: &MixedRegressionSpec, seed: u64) -> Result<Federat
             categorical(&mut rng, &spec.probs)
         })
         .collect();
-    let train = sizes
-        .iter()
-        .zip(&labels)
-        .enumerate()
-        .map(|(i, (&n, &j))| {
-            let mut rng = stream(seed, Purpose::ClientData, 0, i as u64);
-            linear_client(&mut rng, &params[j], n, spec.noise_std)
-        })
-        .collect();
-    let test = labels
-        .iter()
-        .enumerate()
-        .map(|(i, &j)| {
-            let mut rng = stream(seed, Purpose::TestData, 0, i as u64);
-            linear_client(
-                &mut rng,
-                &params[j],
-                spec.test_points_per_client,
-                spec.noise_std,
-            )
-        })
-        .collect();
+    let train = linear_clients(
+        seed,
+        Purpose::ClientData,
+        &params,
+        &labels,
+        |i| sizes[i],
+        spec.noise_std,
+    );
+    let test = linear_clients(
+        seed,
+        Purpose::TestData,
+        &params,
+        &labels,
+        |_| spec.test_points_per_client,
+        spec.noise_std,
+    );
     Ok(FederatedData {
         name: "mixed_regression".into(),
         dim: spec.dim,
@@ -347,6 +336,26 @@ pub fn mixed_regression(spec: &MixedRegressionSpec, seed: u64) -> Result<Federat
             params: Some(params),
         },
     })
+}
+
+/// Linear-regression clients: client `i` belongs to cluster `labels[i]`, has
+/// `points(i)` samples and draws them from its own stream `(seed, purpose, i)`.
+fn linear_clients(
+    seed: u64,
+    purpose: Purpose,
+    params: &[Vec<f32>],
+    labels: &[usize],
+    points: impl Fn(usize) -> usize,
+    noise_std: f64,
+) -> Vec<ClientData> {
+    labels
+        .iter()
+        .enumerate()
+        .map(|(i, &j)| {
+            let mut rng = stream(seed, purpose, 0, i as u64);
+            linear_client(&mut rng, &params[j], points(i), noise_std)
+        })
+        .collect()
 }
 
 /// A vector of i.i.d. Bernoulli(0.5) coordinates rescaled to norm `radius`;

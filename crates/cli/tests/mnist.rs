@@ -1,0 +1,80 @@
+//! MNIST end to end: the real IDX files in ../shared/data/mnist, a small rotated
+//! partition, IFCA with an MLP.
+
+mod common;
+use std::process::Command;
+
+use common::{check, last};
+
+const MNIST_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data/mnist");
+
+fn config(data_dir: Option<&str>) -> String {
+    let dir = data_dir
+        .map(|d| format!("data_dir = {d:?}"))
+        .unwrap_or_default();
+    format!(
+        r#"
+seed = 1
+rounds = 5
+[data]
+kind = "mnist"
+transforms = ["identity", "rotate180"]
+clients = 8
+points_per_client = 100
+test_clients = 4
+{dir}
+[model]
+kind = "mlp"
+hidden = 32
+[algorithm]
+name = "ifca"
+clusters = 2
+aggregation = "model"
+lr = 0.1
+local_steps = 5
+"#
+    )
+}
+
+#[test]
+fn ifca_with_an_mlp_runs_on_rotated_mnist() {
+    let r = last(&check(&config(Some(MNIST_DIR)), &[]));
+    let acc = r.test_accuracy.expect("classification reports accuracy");
+    assert!(acc > 0.2 && acc <= 1.0, "test accuracy {acc}");
+    assert!(r.misclustering.is_some());
+    assert!(r.train_loss.unwrap().is_finite());
+}
+
+#[test]
+fn a_missing_data_dir_is_named_and_the_flag_supplies_it() {
+    let dir = std::env::temp_dir().join(format!("fedcluster-mnist-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("m.toml"), config(None)).unwrap();
+    let run = |extra: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_fedcluster"))
+            .args(["run", "m.toml", "--quiet", "--overwrite", "--out", "run"])
+            .args(extra)
+            .current_dir(&dir)
+            .output()
+            .unwrap()
+    };
+    let out = run(&[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("data.data_dir"),
+        "{err}"
+    );
+    let out = run(&["--data-dir", "/nonexistent/mnist"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("/nonexistent/mnist"),
+        "{err}"
+    );
+    let out = run(&["--data-dir", MNIST_DIR]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(dir.join("run/summary.json").exists());
+}

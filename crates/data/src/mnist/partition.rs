@@ -1,0 +1,299 @@
+//! Clustered federated partitions of MNIST: one cluster per image transform.
+//!
+//! Rotated MNIST (IFCA, Ghosh et al., Section VI-B) is
+//! `transforms = [identity, rotate90, rotate180, rotate270]` with
+//! `clients · points_per_client = 240,000` (each cluster sees a permutation of
+//! all 60,000 training images) and `test_clients · points_per_client = 40,000`;
+//! inverted MNIST is `[identity, invert]`, and the SR-FCA setting is
+//! `clients = 100, points_per_client = 600`.
+//!
+//! As in the IFCA code: for cluster `j` an independent random permutation of
+//! the training images, from `stream(seed, Partition, j, 0)`, is cut into
+//! `clients / k` consecutive chunks of `points_per_client` images; the test
+//! images, in file order, are cut into `test_clients / k` chunks of
+//! `points_per_client` images for every cluster. Every image of cluster `j` is
+//! downsampled (if asked) and then transformed by `transforms[j]`. Clients of a
+//! cluster are contiguous: training client `i` is in cluster
+//! `i / (clients / k)`, test client `i` in cluster `i / (test_clients / k)`.
+
+use std::path::PathBuf;
+
+use fedcluster_core::{Purpose, stream};
+use rand::seq::SliceRandom;
+use serde::{Deserialize, Serialize};
+
+use super::transform::{Transform, downsample2x2};
+use super::{MNIST_CLASSES, MNIST_TEST_IMAGES, MNIST_TRAIN_IMAGES, Mnist};
+use crate::dataset::{ClientData, FederatedData, GroundTruth, TargetsOwned, Task};
+use crate::error::{DataError, Result};
+
+#[cfg(test)]
+mod tests;
+
+/// Specification of a clustered MNIST partition: `clients` (m) training
+/// clients and `test_clients` test clients, both split equally among the
+/// `k = transforms.len()` clusters, each holding `points_per_client` (n)
+/// images.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct MnistClustersSpec {
+    /// One cluster per transform, in order: `[identity, rotate90, rotate180,
+    /// rotate270]` (rotated MNIST), `[identity, invert]` (inverted MNIST), ...
+    pub transforms: Vec<Transform>,
+    /// Number of training clients `m`; a multiple of the number of transforms.
+    pub clients: usize,
+    /// Images per client `n`, training and test clients alike.
+    pub points_per_client: usize,
+    /// Number of test clients; a multiple of the number of transforms (0 for
+    /// none).
+    pub test_clients: usize,
+    /// Whether to average 2x2 blocks first (28x28 becomes 14x14).
+    #[serde(default)]
+    pub downsample: bool,
+    /// Directory of the four MNIST files; read by the caller, which passes the
+    /// loaded [`Mnist`] to [`mnist_clusters`].
+    #[serde(default)]
+    pub data_dir: Option<PathBuf>,
+}
+
+impl MnistClustersSpec {
+    /// Checks every field against the canonical MNIST (60,000 training and
+    /// 10,000 test images); the error names the first bad one.
+    pub fn validate(&self) -> Result<()> {
+        self.check_sizes(MNIST_TRAIN_IMAGES, MNIST_TEST_IMAGES)
+    }
+
+    fn check_sizes(&self, train_images: usize, test_images: usize) -> Result<()> {
+        let k = self.transforms.len();
+        if k == 0 {
+            return Err(DataError::invalid(
+                "transforms",
+                "empty: one cluster per transform needs at least one",
+            ));
+        }
+        if self.clients == 0 {
+            return Err(DataError::invalid("clients", "must be at least 1"));
+        }
+        if self.points_per_client == 0 {
+            return Err(DataError::invalid(
+                "points_per_client",
+                "must be at least 1",
+            ));
+        }
+        for (field, count) in [
+            ("clients", self.clients),
+            ("test_clients", self.test_clients),
+        ] {
+            if !count.is_multiple_of(k) {
+                return Err(DataError::invalid(
+                    field,
+                    format!(
+                        "{count} is not a multiple of the {k} transforms, so the clusters \
+                         cannot have the same number of clients"
+                    ),
+                ));
+            }
+        }
+        let n = self.points_per_client;
+        for (field, count, available, split) in [
+            ("clients", self.clients, train_images, "training"),
+            ("test_clients", self.test_clients, test_images, "test"),
+        ] {
+            let per_cluster = count / k;
+            if per_cluster
+                .checked_mul(n)
+                .is_none_or(|need| need > available)
+            {
+                return Err(DataError::invalid(
+                    field,
+                    format!(
+                        "{per_cluster} clients per cluster of points_per_client = {n} images \
+                         need more than the {available} {split} images"
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Name of the data set: `mnist-` and the transforms, e.g.
+    /// `mnist-identity-invert`, with `-14x14` appended when downsampled.
+    pub fn name(&self) -> String {
+        let mut name = String::from("mnist");
+        for t in &self.transforms {
+            name.push('-');
+            name.push_str(t.name());
+        }
+        if self.downsample {
+            name.push_str("-14x14");
+        }
+        name
+    }
+}
+
+/// Builds the clustered partition of `mnist` described by `spec` (see the
+/// module documentation); deterministic given `seed`.
+///
+/// Besides [`MnistClustersSpec::validate`] against the sizes of `mnist`, fails
+/// if `mnist` is inconsistent (image values not matching the labels, a label
+/// above 9), if a rotation is asked of non-square images, or if downsampling
+/// would leave no pixel. `truth.params` is `None`.
+pub fn mnist_clusters(mnist: &Mnist, spec: &MnistClustersSpec, seed: u64) -> Result<FederatedData> {
+    check_mnist(mnist)?;
+    spec.check_sizes(mnist.train_len(), mnist.test_len())?;
+    let shape = Shape::new(mnist, spec)?;
+    let k = spec.transforms.len();
+    let n = spec.points_per_client;
+    let (per_cluster, test_per_cluster) = (spec.clients / k, spec.test_clients / k);
+
+    let mut train = Vec::with_capacity(spec.clients);
+    let mut test = Vec::with_capacity(spec.test_clients);
+    let mut scratch = vec![0.0; shape.scratch_len()];
+    let mut order: Vec<usize> = (0..mnist.train_len()).collect();
+    for (j, t) in spec.transforms.iter().enumerate() {
+        for (p, v) in order.iter_mut().enumerate() {
+            *v = p;
+        }
+        order.shuffle(&mut stream(seed, Purpose::Partition, j as u64, 0));
+        for chunk in order.chunks_exact(n).take(per_cluster) {
+            let images = (mnist.train_images.as_slice(), mnist.train_labels.as_slice());
+            train.push(shape.client(images, chunk.iter().copied(), *t, &mut scratch)?);
+        }
+        for c in 0..test_per_cluster {
+            let images = (mnist.test_images.as_slice(), mnist.test_labels.as_slice());
+            test.push(shape.client(images, c * n..(c + 1) * n, *t, &mut scratch)?);
+        }
+    }
+    Ok(FederatedData {
+        name: spec.name(),
+        dim: shape.dim(),
+        task: Task::Classification {
+            classes: MNIST_CLASSES,
+        },
+        train,
+        test,
+        truth: GroundTruth {
+            clusters: k,
+            train_labels: (0..spec.clients).map(|i| i / per_cluster).collect(),
+            test_labels: (0..spec.test_clients)
+                .map(|i| i / test_per_cluster)
+                .collect(),
+            params: None,
+        },
+    })
+}
+
+/// Checks that the public fields of `mnist` fit together.
+fn check_mnist(mnist: &Mnist) -> Result<()> {
+    let len = mnist.rows.checked_mul(mnist.cols);
+    for (split, images, labels) in [
+        ("train", &mnist.train_images, &mnist.train_labels),
+        ("test", &mnist.test_images, &mnist.test_labels),
+    ] {
+        if len.and_then(|l| l.checked_mul(labels.len())) != Some(images.len()) {
+            return Err(DataError::invalid(
+                format!("mnist.{split}_images"),
+                format!(
+                    "{} values for {} images of {}x{}",
+                    images.len(),
+                    labels.len(),
+                    mnist.rows,
+                    mnist.cols
+                ),
+            ));
+        }
+        if let Some(i) = labels.iter().position(|l| *l as usize >= MNIST_CLASSES) {
+            return Err(DataError::invalid(
+                format!("mnist.{split}_labels[{i}]"),
+                format!("{} is not a digit", labels[i]),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Image sizes before and after the optional downsampling.
+struct Shape {
+    rows: usize,
+    cols: usize,
+    downsample: bool,
+}
+
+impl Shape {
+    fn new(mnist: &Mnist, spec: &MnistClustersSpec) -> Result<Self> {
+        let shape = Self {
+            rows: mnist.rows,
+            cols: mnist.cols,
+            downsample: spec.downsample,
+        };
+        let (rows, cols) = shape.out();
+        if rows * cols == 0 {
+            let field = if spec.downsample {
+                "downsample"
+            } else {
+                "mnist.rows"
+            };
+            return Err(DataError::invalid(
+                field,
+                format!("images of {}x{} are too small", mnist.rows, mnist.cols),
+            ));
+        }
+        if rows != cols
+            && let Some(j) = spec.transforms.iter().position(|t| t.is_rotation())
+        {
+            return Err(DataError::invalid(
+                format!("transforms[{j}]"),
+                format!("rotations need square images, these are {rows}x{cols}"),
+            ));
+        }
+        Ok(shape)
+    }
+
+    /// Shape of the images that are transformed.
+    fn out(&self) -> (usize, usize) {
+        if self.downsample {
+            (self.rows / 2, self.cols / 2)
+        } else {
+            (self.rows, self.cols)
+        }
+    }
+
+    /// Features per sample.
+    fn dim(&self) -> usize {
+        let (rows, cols) = self.out();
+        rows * cols
+    }
+
+    fn scratch_len(&self) -> usize {
+        if self.downsample { self.dim() } else { 0 }
+    }
+
+    /// A client holding the images at `indices`, downsampled if asked, then
+    /// transformed by `t`, written straight into its feature vector.
+    fn client(
+        &self,
+        (images, labels): (&[f32], &[u32]),
+        indices: impl ExactSizeIterator<Item = usize>,
+        t: Transform,
+        scratch: &mut [f32],
+    ) -> Result<ClientData> {
+        let (len, dim) = (self.rows * self.cols, self.dim());
+        let (rows, cols) = self.out();
+        let mut x = vec![0.0; indices.len() * dim];
+        let mut y = Vec::with_capacity(indices.len());
+        for (slot, i) in x.chunks_exact_mut(dim).zip(indices) {
+            let src = &images[i * len..(i + 1) * len];
+            if self.downsample {
+                downsample2x2(self.rows, self.cols, src, scratch)?;
+                t.apply(rows, cols, scratch, slot)?;
+            } else {
+                t.apply(rows, cols, src, slot)?;
+            }
+            y.push(labels[i]);
+        }
+        Ok(ClientData {
+            x,
+            y: TargetsOwned::Class(y),
+        })
+    }
+}

@@ -1,0 +1,279 @@
+//! Tests of the clustered MNIST partitions, on a tiny hand-made data set and on
+//! the real MNIST.
+
+use rand::seq::SliceRandom;
+
+use super::*;
+use crate::mnist::tests::real_mnist;
+
+/// `count` 4x4 images whose pixels all differ, labels `i % 10`.
+fn tiny(train: usize, test: usize) -> Mnist {
+    let images = |count: usize, base: usize| -> Vec<f32> {
+        (0..count * 16)
+            .map(|p| (base + p) as f32 / 1000.0)
+            .collect()
+    };
+    let labels = |count: usize| (0..count).map(|i| (i % 10) as u32).collect();
+    Mnist {
+        rows: 4,
+        cols: 4,
+        train_images: images(train, 0),
+        train_labels: labels(train),
+        test_images: images(test, 500),
+        test_labels: labels(test),
+    }
+}
+
+fn spec(
+    transforms: &[Transform],
+    clients: usize,
+    n: usize,
+    test_clients: usize,
+) -> MnistClustersSpec {
+    MnistClustersSpec {
+        transforms: transforms.to_vec(),
+        clients,
+        points_per_client: n,
+        test_clients,
+        downsample: false,
+        data_dir: None,
+    }
+}
+
+/// The permutation of the training images of cluster `j`.
+fn order(train: usize, seed: u64, j: usize) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..train).collect();
+    order.shuffle(&mut stream(seed, Purpose::Partition, j as u64, 0));
+    order
+}
+
+/// Image `i` of `images`, downsampled if asked, then transformed.
+fn expected(m: &Mnist, images: &[f32], i: usize, t: Transform, down: bool) -> Vec<f32> {
+    let len = m.image_len();
+    let mut src = images[i * len..(i + 1) * len].to_vec();
+    let (mut rows, mut cols) = (m.rows, m.cols);
+    if down {
+        (rows, cols) = (rows / 2, cols / 2);
+        let mut small = vec![0.0; rows * cols];
+        downsample2x2(m.rows, m.cols, &src, &mut small).unwrap();
+        src = small;
+    }
+    let mut out = vec![0.0; src.len()];
+    t.apply(rows, cols, &src, &mut out).unwrap();
+    out
+}
+
+/// Checks every sample of `data` against the definition of the partition.
+fn check_contents(m: &Mnist, s: &MnistClustersSpec, seed: u64, data: &FederatedData) {
+    let k = s.transforms.len();
+    let n = s.points_per_client;
+    let (per, test_per) = (s.clients / k, s.test_clients / k);
+    assert_eq!(data.validate(), Ok(()));
+    assert_eq!(data.train.len(), s.clients);
+    assert_eq!(data.test.len(), s.test_clients);
+    assert_eq!(data.task, Task::Classification { classes: 10 });
+    assert_eq!(data.truth.clusters, k);
+    assert_eq!(data.truth.params, None);
+    let dim = data.dim;
+    for (j, t) in s.transforms.iter().enumerate() {
+        let order = order(m.train_len(), seed, j);
+        for c in 0..per {
+            let client = &data.train[j * per + c];
+            assert_eq!(data.truth.train_labels[j * per + c], j);
+            assert_eq!(client.len(), n);
+            let indices = &order[c * n..][..n];
+            assert_eq!(client.y, TargetsOwned::Class(client_labels(m, indices)));
+            for (x, i) in client.x.chunks_exact(dim).zip(indices) {
+                assert_eq!(x, expected(m, &m.train_images, *i, *t, s.downsample));
+            }
+        }
+        for c in 0..test_per {
+            let client = &data.test[j * test_per + c];
+            assert_eq!(data.truth.test_labels[j * test_per + c], j);
+            assert_eq!(
+                client.y,
+                TargetsOwned::Class(m.test_labels[c * n..][..n].to_vec())
+            );
+            for (p, x) in client.x.chunks_exact(dim).enumerate() {
+                assert_eq!(x, expected(m, &m.test_images, c * n + p, *t, s.downsample));
+            }
+        }
+    }
+}
+
+fn client_labels(m: &Mnist, indices: &[usize]) -> Vec<u32> {
+    indices.iter().map(|i| m.train_labels[*i]).collect()
+}
+
+#[test]
+fn tiny_partition_follows_the_definition() {
+    let m = tiny(12, 6);
+    let all = [
+        Transform::Identity,
+        Transform::Rotate90,
+        Transform::Rotate180,
+        Transform::Rotate270,
+    ];
+    for (s, dim) in [
+        (spec(&all, 8, 3, 4), 16),
+        (spec(&[Transform::Identity, Transform::Invert], 4, 6, 2), 16),
+        (
+            MnistClustersSpec {
+                downsample: true,
+                ..spec(&all[..2], 2, 6, 2)
+            },
+            4,
+        ),
+    ] {
+        let data = mnist_clusters(&m, &s, 3).unwrap();
+        assert_eq!(data.dim, dim);
+        check_contents(&m, &s, 3, &data);
+    }
+    let s = spec(&[Transform::Identity, Transform::Invert], 4, 3, 0);
+    let data = mnist_clusters(&m, &s, 3).unwrap();
+    assert_eq!(data.name, "mnist-identity-invert");
+    assert_eq!(data.truth.train_labels, [0, 0, 1, 1]);
+    assert!(data.test.is_empty() && data.truth.test_labels.is_empty());
+}
+
+#[test]
+fn partitions_depend_on_the_seed_only() {
+    let m = tiny(40, 10);
+    let s = spec(&[Transform::Identity, Transform::Identity], 2, 10, 2);
+    let a = mnist_clusters(&m, &s, 11).unwrap();
+    assert_eq!(a, mnist_clusters(&m, &s, 11).unwrap());
+    assert_ne!(a.train, mnist_clusters(&m, &s, 12).unwrap().train);
+    // The same transform twice: only the independent permutations differ.
+    assert_ne!(a.train[0], a.train[1]);
+    assert_eq!(a.test[0], a.test[1]);
+}
+
+#[test]
+fn bad_specs_name_the_field() {
+    let rot = [Transform::Identity, Transform::Rotate90];
+    let field = |s: MnistClustersSpec| s.validate().unwrap_err().field().to_string();
+    assert_eq!(field(spec(&[], 4, 10, 0)), "transforms");
+    assert_eq!(field(spec(&rot, 0, 10, 0)), "clients");
+    assert_eq!(field(spec(&rot, 3, 10, 0)), "clients");
+    assert_eq!(field(spec(&rot, 4, 0, 0)), "points_per_client");
+    assert_eq!(field(spec(&rot, 4, 10, 3)), "test_clients");
+    assert_eq!(field(spec(&rot, 2, 60_001, 0)), "clients");
+    assert_eq!(field(spec(&rot, 2, usize::MAX, 0)), "clients");
+    assert_eq!(field(spec(&rot, 2, 10_001, 2)), "test_clients");
+    // IFCA's rotated MNIST (m n = 240,000, m_test n = 40,000) and SR-FCA's
+    // inverted MNIST fit exactly; one more client does not.
+    let all = [
+        Transform::Identity,
+        Transform::Rotate90,
+        Transform::Rotate180,
+        Transform::Rotate270,
+    ];
+    assert_eq!(spec(&all, 2400, 100, 400).validate(), Ok(()));
+    assert_eq!(field(spec(&all, 2404, 100, 400)), "clients");
+    assert_eq!(field(spec(&all, 2400, 100, 404)), "test_clients");
+    let inv = [Transform::Identity, Transform::Invert];
+    assert_eq!(spec(&inv, 100, 600, 0).validate(), Ok(()));
+    // Against the data given: the tiny set has 12 training images.
+    let m = tiny(12, 6);
+    let err = mnist_clusters(&m, &spec(&rot, 4, 7, 0), 0).unwrap_err();
+    assert_eq!(err.field(), "clients");
+    assert!(err.to_string().contains("12 training images"), "{err}");
+}
+
+#[test]
+fn bad_images_are_reported() {
+    let rot = spec(&[Transform::Identity, Transform::Rotate90], 2, 2, 0);
+    let mut m = tiny(4, 2);
+    (m.rows, m.cols) = (2, 8);
+    let err = mnist_clusters(&m, &rot, 0).unwrap_err();
+    assert_eq!(err.field(), "transforms[1]");
+    let inv = spec(&[Transform::Invert], 1, 2, 0);
+    assert!(mnist_clusters(&m, &inv, 0).is_ok());
+
+    let mut m = tiny(4, 2);
+    m.train_images.pop();
+    assert_eq!(
+        mnist_clusters(&m, &inv, 0).unwrap_err().field(),
+        "mnist.train_images"
+    );
+    let mut m = tiny(4, 2);
+    m.test_labels[1] = 10;
+    assert_eq!(
+        mnist_clusters(&m, &inv, 0).unwrap_err().field(),
+        "mnist.test_labels[1]"
+    );
+    let mut m = tiny(4, 2);
+    (m.rows, m.cols) = (1, 16);
+    let down = MnistClustersSpec {
+        downsample: true,
+        ..inv
+    };
+    assert_eq!(
+        mnist_clusters(&m, &down, 0).unwrap_err().field(),
+        "downsample"
+    );
+}
+
+#[test]
+fn specs_read_from_toml() {
+    let s: MnistClustersSpec = toml::from_str(
+        "transforms = [\"identity\", \"invert\"]\n\
+         clients = 100\npoints_per_client = 600\ntest_clients = 10\n\
+         data_dir = \"../shared/data/mnist\"\n",
+    )
+    .unwrap();
+    assert_eq!(s.transforms, [Transform::Identity, Transform::Invert]);
+    assert!(!s.downsample);
+    assert_eq!(
+        s.data_dir.as_deref(),
+        Some(std::path::Path::new("../shared/data/mnist"))
+    );
+    assert_eq!(s.validate(), Ok(()));
+    let bad = "transforms = [\"identity\"]\nclients = 1\npoints_per_client = 1\n\
+               test_clients = 0\nclusters = 2\n";
+    assert!(toml::from_str::<MnistClustersSpec>(bad).is_err());
+    let bad = "transforms = [\"rotate45\"]\nclients = 1\npoints_per_client = 1\ntest_clients = 0\n";
+    assert!(toml::from_str::<MnistClustersSpec>(bad).is_err());
+}
+
+#[test]
+fn rotated_real_mnist() {
+    let m = real_mnist();
+    let all = [
+        Transform::Identity,
+        Transform::Rotate90,
+        Transform::Rotate180,
+        Transform::Rotate270,
+    ];
+    let s = spec(&all, 8, 10, 4);
+    let data = mnist_clusters(m, &s, 5).unwrap();
+    assert_eq!(data.dim, 784);
+    assert_eq!(data.name, "mnist-identity-rotate90-rotate180-rotate270");
+    assert_eq!(data.truth.train_labels, [0, 0, 1, 1, 2, 2, 3, 3]);
+    assert_eq!(data.truth.test_labels, [0, 1, 2, 3]);
+    check_contents(m, &s, 5, &data);
+    assert_eq!(data, mnist_clusters(m, &s, 5).unwrap());
+    // Independent permutations per cluster.
+    let orders: Vec<Vec<usize>> = (0..4).map(|j| order(60_000, 5, j)).collect();
+    assert_ne!(orders[0][..20], orders[1][..20]);
+    // Client 0's first image is training image orders[0][0], untouched; the
+    // first test client holds the first test images (a 7 first).
+    assert_eq!(
+        data.train[0].x[..784],
+        *m.train_image(orders[0][0]).unwrap()
+    );
+    assert_eq!(data.test[0].x[..784], *m.test_image(0).unwrap());
+    assert_eq!(
+        data.test[0].y,
+        TargetsOwned::Class(m.test_labels[..10].to_vec())
+    );
+
+    let inv = MnistClustersSpec {
+        downsample: true,
+        ..spec(&[Transform::Identity, Transform::Invert], 4, 5, 2)
+    };
+    let data = mnist_clusters(m, &inv, 1).unwrap();
+    assert_eq!(data.dim, 196);
+    assert_eq!(data.name, "mnist-identity-invert-14x14");
+    check_contents(m, &inv, 1, &data);
+}
