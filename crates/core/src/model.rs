@@ -3,6 +3,7 @@
 //! [`Workspace`]s that keep hot loops free of allocation.
 
 use crate::error::{CoreError, Result};
+use crate::params::{all_finite, axpy};
 use crate::rng::Rng;
 
 /// Targets of a batch: real values (regression) or class indices.
@@ -81,26 +82,26 @@ impl<'a> Batch<'a> {
 #[derive(Debug, Default)]
 pub struct Workspace {
     /// Scratch buffers for models; a model documents which it uses.
-    pub bufs: [Vec<f32>; 4],
-    /// A gradient buffer for algorithms (local training); models never touch it.
+    pub bufs: Vec<Vec<f32>>,
+    /// A gradient buffer for training loops; models never touch it.
     pub grad: Vec<f32>,
 }
 
 impl Workspace {
-    /// Four scratch slices of the requested lengths, grown on first use only.
-    pub fn slices(&mut self, lens: [usize; 4]) -> [&mut [f32]; 4] {
-        for (b, len) in self.bufs.iter_mut().zip(lens) {
-            if b.len() < len {
-                b.resize(len, 0.0);
-            }
+    /// `N` scratch slices of the requested lengths (buffers `0..N`), grown on
+    /// first use only.
+    pub fn slices<const N: usize>(&mut self, lens: [usize; N]) -> [&mut [f32]; N] {
+        if self.bufs.len() < N {
+            self.bufs.resize_with(N, Vec::new);
         }
-        let [a, b, c, d] = &mut self.bufs;
-        [
-            &mut a[..lens[0]],
-            &mut b[..lens[1]],
-            &mut c[..lens[2]],
-            &mut d[..lens[3]],
-        ]
+        let mut bufs = self.bufs.iter_mut();
+        std::array::from_fn(|i| {
+            let b = bufs.next().expect("at least N buffers");
+            if b.len() < lens[i] {
+                b.resize(lens[i], 0.0);
+            }
+            &mut b[..lens[i]]
+        })
     }
 }
 
@@ -155,6 +156,55 @@ pub trait Model: Send + Sync {
         }
     }
 
+    /// `steps` full-batch gradient-descent steps from `params` with step size
+    /// `lr` (see [`gradient_descent`] for the handling of non-finite values);
+    /// returns the loss at the starting point. Models may override this with an
+    /// exact algebraic shortcut.
+    fn train(
+        &self,
+        params: &mut [f32],
+        batch: Batch<'_>,
+        lr: f32,
+        steps: usize,
+        ws: &mut Workspace,
+    ) -> f64 {
+        let mut grad = std::mem::take(&mut ws.grad);
+        grad.resize(self.num_params(), 0.0);
+        let loss = gradient_descent(self, params, batch, lr, steps, &mut grad, ws);
+        ws.grad = grad;
+        loss
+    }
+
+    /// The IFCA model-averaging client step (LocalUpdate), batched over replicas:
+    /// `models` holds replicas of `group` models each. Writes every model's loss
+    /// into `losses`, each replica's lowest-loss model index into `chosen`, and
+    /// into the replica's slot of `out` that model after `steps` gradient steps
+    /// with the replica's step size `lrs[r]`. Returns, per replica, the value
+    /// [`Model::train`] returned (non-finite when training diverged).
+    #[allow(clippy::too_many_arguments)]
+    fn assign_and_train(
+        &self,
+        models: &[f32],
+        group: usize,
+        batch: Batch<'_>,
+        lrs: &[f32],
+        steps: usize,
+        losses: &mut [f64],
+        chosen: &mut [usize],
+        out: &mut [f32],
+        ws: &mut Workspace,
+    ) -> Vec<f64> {
+        let p = self.num_params();
+        self.losses(models, batch, losses, ws);
+        let mut trained = Vec::with_capacity(chosen.len());
+        for (r, (c, slot)) in chosen.iter_mut().zip(out.chunks_exact_mut(p)).enumerate() {
+            *c = argmin_f64(&losses[r * group..(r + 1) * group]);
+            slot.copy_from_slice(&models[(r * group + *c) * p..(r * group + *c + 1) * p]);
+            trained.push(self.train(slot, batch, lrs[r], steps, ws));
+        }
+        trained
+    }
+
     /// The IFCA client step, batched over replicas: `models` holds replicas of
     /// `group` models each, back to back. Writes every model's mean loss into
     /// `losses`, the index (within its replica) of each replica's lowest-loss model
@@ -192,4 +242,43 @@ pub fn argmin_f64(values: &[f64]) -> usize {
         }
     }
     best.map_or(0, |(i, _)| i)
+}
+
+/// `steps` full-batch gradient-descent steps `θ ← θ − lr · ∇L(θ)` on `batch`,
+/// with `grad` (`num_params` long) as scratch. Returns the loss at the starting
+/// point: the loss of the first step's forward pass, or `model.loss` when
+/// `steps == 0`.
+///
+/// Non-finite values: if a step's loss or gradient is not finite, the loop stops
+/// without applying that step (`params` keeps the last finite iterate) and returns
+/// that loss, or NaN if only the gradient was non-finite. If the final parameters
+/// overflowed, NaN is returned. So a finite return value means every step was
+/// finite and `params` is finite.
+pub fn gradient_descent<M: Model + ?Sized>(
+    model: &M,
+    params: &mut [f32],
+    batch: Batch<'_>,
+    lr: f32,
+    steps: usize,
+    grad: &mut [f32],
+    ws: &mut Workspace,
+) -> f64 {
+    if steps == 0 {
+        return model.loss(params, batch, ws);
+    }
+    let mut start = f64::NAN;
+    for step in 0..steps {
+        let loss = model.loss_grad(params, batch, grad, ws);
+        if !loss.is_finite() {
+            return loss;
+        }
+        if !all_finite(grad) {
+            return f64::NAN;
+        }
+        if step == 0 {
+            start = loss;
+        }
+        axpy(-lr, grad, params);
+    }
+    if all_finite(params) { start } else { f64::NAN }
 }

@@ -3,19 +3,12 @@
 //! Divergence is the caller's to detect and handle: these loops never panic on
 //! non-finite numbers, they stop and report a non-finite loss.
 
-use fedcluster_core::params::{all_finite, axpy};
+use fedcluster_core::model::gradient_descent;
 use fedcluster_core::{Batch, Model, Workspace};
 
-/// `steps` full-batch gradient-descent steps `θ ← θ - lr · ∇L(θ)` on `batch`,
-/// with `grad` (`num_params` long) as scratch. Returns the loss at the starting
-/// point: the loss of the first step's forward pass, or `model.loss` when
-/// `steps == 0`.
-///
-/// Non-finite values: if a step's loss or gradient is not finite, the loop stops
-/// without applying that step (`params` keeps the last finite iterate) and returns
-/// that loss, or NaN if only the gradient was non-finite. If the final parameters
-/// overflowed, NaN is returned. So a finite return value means every step was
-/// finite and `params` is finite; callers check `is_finite()` on the result.
+/// `steps` full-batch gradient-descent steps on `batch` with `grad` as scratch:
+/// [`fedcluster_core::model::gradient_descent`], the plain loop, whatever the
+/// model (the reference that shortcuts such as the MLP's are tested against).
 pub fn gd_steps(
     model: &dyn Model,
     params: &mut [f32],
@@ -25,28 +18,11 @@ pub fn gd_steps(
     grad: &mut [f32],
     ws: &mut Workspace,
 ) -> f64 {
-    if steps == 0 {
-        return model.loss(params, batch, ws);
-    }
-    let mut start = f64::NAN;
-    for step in 0..steps {
-        let loss = model.loss_grad(params, batch, grad, ws);
-        if !loss.is_finite() {
-            return loss;
-        }
-        if !all_finite(grad) {
-            return f64::NAN;
-        }
-        if step == 0 {
-            start = loss;
-        }
-        axpy(-lr, grad, params);
-    }
-    if all_finite(params) { start } else { f64::NAN }
+    gradient_descent(model, params, batch, lr, steps, grad, ws)
 }
 
-/// [`gd_steps`] with the workspace's own gradient buffer `ws.grad` (grown to
-/// `num_params` on first use, then reused without allocation).
+/// `steps` gradient-descent steps through [`Model::train`], which a model may
+/// carry out with an exact shortcut; scratch comes from the workspace.
 pub fn gd_steps_ws(
     model: &dyn Model,
     params: &mut [f32],
@@ -55,11 +31,7 @@ pub fn gd_steps_ws(
     steps: usize,
     ws: &mut Workspace,
 ) -> f64 {
-    let mut grad = std::mem::take(&mut ws.grad);
-    grad.resize(model.num_params(), 0.0);
-    let loss = gd_steps(model, params, batch, lr, steps, &mut grad, ws);
-    ws.grad = grad;
-    loss
+    model.train(params, batch, lr, steps, ws)
 }
 
 #[cfg(test)]

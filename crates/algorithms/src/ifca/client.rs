@@ -3,7 +3,6 @@
 
 use fedcluster_core::params::all_finite;
 use fedcluster_core::{AlgoError, ClientEnv, ClientHalf, RoundCtx};
-use fedcluster_models::local::gd_steps;
 
 use super::messages::{Down, Up};
 use crate::common::aggregate::Aggregation;
@@ -48,8 +47,11 @@ impl ClientHalf for IfcaClient {
         let mut payload = vec![0.0f32; r * p];
         let mut chosen = vec![0usize; r];
         let mut losses = vec![0.0f64; r];
-        match &msg.own {
-            None => {
+        // A replica whose local training diverged reports a non-finite value.
+        let mut trained_ok = vec![true; r];
+        let model_of = |rep: usize, j: usize| &msg.models[(rep * k + j) * p..(rep * k + j + 1) * p];
+        match (&msg.own, self.aggregation) {
+            (None, Aggregation::Gradient) => {
                 let mut all = vec![0.0f64; r * k];
                 env.model.assign_and_grad(
                     &msg.models,
@@ -67,42 +69,50 @@ impl ClientHalf for IfcaClient {
                     *l = row[*c];
                 }
             }
-            Some(own) => {
-                for (rep, g) in payload.chunks_exact_mut(p).enumerate() {
+            (None, Aggregation::Model) => {
+                // LocalUpdate from θ_ĵ; models with a shortcut reuse the
+                // assignment's forward pass as the start of training.
+                let mut all = vec![0.0f64; r * k];
+                let trained = env.model.assign_and_train(
+                    &msg.models,
+                    k,
+                    env.data,
+                    &msg.lrs,
+                    self.local_steps,
+                    &mut all,
+                    &mut chosen,
+                    &mut payload,
+                    env.ws,
+                );
+                for (rep, (l, row)) in losses.iter_mut().zip(all.chunks_exact(k)).enumerate() {
+                    *l = row[chosen[rep]];
+                    trained_ok[rep] = trained[rep].is_finite();
+                }
+            }
+            (Some(own), aggregation) => {
+                for (rep, slot) in payload.chunks_exact_mut(p).enumerate() {
                     let j = own[rep] as usize;
                     chosen[rep] = j;
-                    let m = &msg.models[(rep * k + j) * p..(rep * k + j + 1) * p];
-                    losses[rep] = env.model.loss_grad(m, env.data, g, env.ws);
+                    if aggregation == Aggregation::Gradient {
+                        losses[rep] = env
+                            .model
+                            .loss_grad(model_of(rep, j), env.data, slot, env.ws);
+                    } else {
+                        slot.copy_from_slice(model_of(rep, j));
+                        losses[rep] =
+                            env.model
+                                .train(slot, env.data, msg.lrs[rep], self.local_steps, env.ws);
+                    }
                 }
             }
-        }
-        if self.aggregation == Aggregation::Model {
-            // LocalUpdate: the gradient already computed at θ_ĵ is the first step.
-            let mut grad = std::mem::take(&mut env.ws.grad);
-            grad.resize(p, 0.0);
-            for (rep, slot) in payload.chunks_exact_mut(p).enumerate() {
-                grad.copy_from_slice(slot);
-                let j = chosen[rep];
-                slot.copy_from_slice(&msg.models[(rep * k + j) * p..(rep * k + j + 1) * p]);
-                let lr = msg.lrs[rep];
-                fedcluster_core::params::axpy(-lr, &grad, slot);
-                if self.local_steps > 1 {
-                    gd_steps(
-                        env.model,
-                        slot,
-                        env.data,
-                        lr,
-                        self.local_steps - 1,
-                        &mut grad,
-                        env.ws,
-                    );
-                }
-            }
-            env.ws.grad = grad;
         }
         let mut reported = Vec::with_capacity(r);
-        for (loss, slot) in losses.iter().zip(payload.chunks_exact_mut(p)) {
-            if loss.is_finite() && all_finite(slot) {
+        for ((loss, ok), slot) in losses
+            .iter()
+            .zip(&trained_ok)
+            .zip(payload.chunks_exact_mut(p))
+        {
+            if loss.is_finite() && *ok && all_finite(slot) {
                 reported.push(Some(*loss));
             } else {
                 slot.fill(0.0);
