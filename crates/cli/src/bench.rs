@@ -23,15 +23,21 @@ pub const BENCHMARKS: &[(&str, &str)] = &[
         "ifca-synthetic-restarts",
         "the same with (m, k) = (100, 2) and 10 restarts side by side (the Fig. 3a workload)",
     ),
+    (
+        "ifca-rotated-mnist",
+        "IFCA model averaging, MLP 784-200-10, rotated MNIST, (m, n) = (2400, 100), k = 4, tau = 10 (needs --data-dir)",
+    ),
 ];
 
 /// Options of a benchmark run.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct BenchOptions {
     /// Timed rounds.
     pub rounds: usize,
     /// Worker threads (0: one per core).
     pub threads: usize,
+    /// Directory of a real data set's files, for the benchmarks that need one.
+    pub data_dir: Option<std::path::PathBuf>,
 }
 
 /// What a benchmark measured.
@@ -49,6 +55,9 @@ pub struct BenchReport {
     pub best_round: f64,
     /// Floating-point operations per round.
     pub flops_per_round: f64,
+    /// Named parts of a round and the seconds each takes per round, where the
+    /// benchmark measures them.
+    pub split: Vec<(String, f64)>,
 }
 
 impl BenchReport {
@@ -68,6 +77,7 @@ pub fn run_bench(name: &str, options: BenchOptions) -> Result<BenchReport> {
     match name {
         "ifca-synthetic" => ifca_synthetic_round(name, options, 400, 4, 1),
         "ifca-synthetic-restarts" => ifca_synthetic_round(name, options, 100, 2, 10),
+        "ifca-rotated-mnist" => crate::bench_mnist::ifca_rotated_mnist_round(&options),
         _ => bail!(
             "unknown benchmark `{name}`; known: {}",
             BENCHMARKS
@@ -109,11 +119,7 @@ fn ifca_synthetic_round(
         init: InitScheme::Bernoulli { norm: None },
         stable_rounds: 0,
     })?;
-    let threads = if options.threads == 0 {
-        std::thread::available_parallelism().map_or(1, |n| n.get())
-    } else {
-        options.threads
-    };
+    let threads = resolve_threads(options.threads);
     let client = ifca::IfcaClient::new(config.aggregation, config.local_steps);
     let mut server = ifca::IfcaServer::new(config, &model, m, 1);
     let batches = data.train.iter().map(|c| c.batch(d)).collect();
@@ -143,5 +149,15 @@ fn ifca_synthetic_round(
         seconds_per_round: times.iter().sum::<f64>() / times.len().max(1) as f64,
         best_round: times.iter().copied().fold(f64::INFINITY, f64::min),
         flops_per_round,
+        split: Vec::new(),
     })
+}
+
+/// The thread count `threads` stands for (0: one per core).
+pub fn resolve_threads(threads: usize) -> usize {
+    if threads == 0 {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    } else {
+        threads
+    }
 }

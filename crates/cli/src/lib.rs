@@ -3,6 +3,7 @@
 //! other one; the binary in `main.rs` is a thin clap front end over it.
 
 pub mod bench;
+pub mod bench_mnist;
 pub mod config;
 pub mod experiment;
 pub mod plot;

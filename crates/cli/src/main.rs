@@ -100,6 +100,9 @@ enum Command {
         /// Worker threads (0: one per core).
         #[arg(long, default_value_t = 0)]
         threads: usize,
+        /// Directory of the real data set's files (MNIST benchmarks).
+        #[arg(long)]
+        data_dir: Option<PathBuf>,
     },
     /// List reproductions and benchmarks.
     List,
@@ -147,7 +150,8 @@ impl Command {
                 name,
                 rounds,
                 threads,
-            } => bench(&name, rounds, threads),
+                data_dir,
+            } => bench(&name, rounds, threads, data_dir),
             Command::List => {
                 println!("reproductions (fedcluster reproduce NAME):");
                 for (n, d) in EXPERIMENTS {
@@ -300,12 +304,13 @@ fn reproduce(
     }
 }
 
-fn bench(name: &str, rounds: usize, threads: usize) -> Result<()> {
+fn bench(name: &str, rounds: usize, threads: usize, data_dir: Option<PathBuf>) -> Result<()> {
     let r = run_bench(
         name,
         BenchOptions {
             rounds: rounds.max(1),
             threads,
+            data_dir,
         },
     )?;
     println!(
@@ -323,5 +328,8 @@ fn bench(name: &str, rounds: usize, threads: usize) -> Result<()> {
         100.0 * r.fraction_of_peak(),
         r.threads
     );
+    for (part, seconds) in &r.split {
+        println!("  {part}: {seconds:.3} s per round (measured on a sample of clients)");
+    }
     Ok(())
 }

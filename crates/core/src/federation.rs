@@ -83,12 +83,30 @@ pub trait ServerHalf: Send {
         rng: &mut Rng,
     ) -> Result<Vec<(ClientId, Self::Down)>, AlgoError>;
 
-    /// Takes the replies of the round, in client-id order.
+    /// Takes one reply of the round. Replies arrive in client-id order, one at a
+    /// time, so a server keeps O(k x params) state however many clients reply.
+    fn receive(
+        &mut self,
+        ctx: &RoundCtx,
+        client: ClientId,
+        reply: Self::Up,
+    ) -> Result<(), AlgoError>;
+
+    /// Ends the round after its last reply.
+    fn finish(&mut self, ctx: &RoundCtx) -> Result<(), AlgoError>;
+
+    /// Takes all replies of a round at once, in client-id order: `receive` each,
+    /// then `finish`.
     fn absorb(
         &mut self,
         ctx: &RoundCtx,
         replies: Vec<(ClientId, Self::Up)>,
-    ) -> Result<(), AlgoError>;
+    ) -> Result<(), AlgoError> {
+        for (client, reply) in replies {
+            self.receive(ctx, client, reply)?;
+        }
+        self.finish(ctx)
+    }
 
     /// The current models and assignments, for metrics.
     fn snapshot(&self) -> Snapshot<'_>;

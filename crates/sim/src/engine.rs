@@ -91,19 +91,24 @@ where
             .plan(&ctx, &mut rng)
             .map_err(|source| EngineError::Server { round, source })?;
         let bytes_down = plan.iter().map(|(_, m)| m.wire_bytes()).sum();
-        let replies = transport.exchange(&ctx, &plan)?;
+        let (mut bytes_up, mut participants) = (0u64, 0usize);
+        transport.exchange(&ctx, &plan, &mut |client, up| {
+            if !up.is_finite() {
+                return Err(EngineError::NonFinite {
+                    round,
+                    client: Some(client),
+                    what: "reply".into(),
+                });
+            }
+            bytes_up += up.wire_bytes();
+            participants += 1;
+            server
+                .receive(&ctx, client, up)
+                .map_err(|source| EngineError::Server { round, source })
+        })?;
         drop(plan);
-        if let Some((client, _)) = replies.iter().find(|(_, up)| !up.is_finite()) {
-            return Err(EngineError::NonFinite {
-                round,
-                client: Some(*client),
-                what: "reply".into(),
-            });
-        }
-        let bytes_up = replies.iter().map(|(_, m)| m.wire_bytes()).sum();
-        let participants = replies.len();
         server
-            .absorb(&ctx, replies)
+            .finish(&ctx)
             .map_err(|source| EngineError::Server { round, source })?;
         let snapshot = server.snapshot();
         for (r, replica) in snapshot.replicas.iter().enumerate() {

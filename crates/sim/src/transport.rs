@@ -10,19 +10,27 @@ use fedcluster_core::{
 
 use crate::engine::EngineError;
 
-/// Delivers a round's plan and collects the replies, in client-id order.
+/// Delivers a round's plan and hands the replies to `deliver`, one at a time and
+/// in client-id order.
 pub trait Transport<Down, Up> {
-    /// Sends `plan` (sorted by client id, no repeats) and returns the replies.
+    /// Sends `plan` (sorted by client id, no repeats) and delivers every reply.
     fn exchange(
         &mut self,
         ctx: &RoundCtx,
         plan: &[(ClientId, Down)],
-    ) -> Result<Vec<(ClientId, Up)>, EngineError>;
+        deliver: &mut dyn FnMut(ClientId, Up) -> Result<(), EngineError>,
+    ) -> Result<(), EngineError>;
     /// Number of clients reachable through this transport.
     fn num_clients(&self) -> usize;
 }
 
-/// Runs every client half in this process, in parallel over a rayon pool.
+/// Clients handled in parallel per chunk and thread: their replies are delivered
+/// before the next chunk starts, so at most this many replies per thread are in
+/// memory at once, and the server's memory does not grow with the client count.
+const CLIENTS_PER_THREAD_IN_FLIGHT: usize = 16;
+
+/// Runs every client half in this process, in parallel over a rayon pool, a chunk
+/// of clients at a time.
 pub struct InProcess<'a, C> {
     clients: Vec<C>,
     data: Vec<Batch<'a>>,
@@ -82,7 +90,8 @@ where
         &mut self,
         ctx: &RoundCtx,
         plan: &[(ClientId, Down)],
-    ) -> Result<Vec<(ClientId, Up)>, EngineError> {
+        deliver: &mut dyn FnMut(ClientId, Up) -> Result<(), EngineError>,
+    ) -> Result<(), EngineError> {
         let m = self.clients.len();
         if let Some(w) = plan.windows(2).find(|w| w[0].0 >= w[1].0) {
             return Err(EngineError::Plan(format!(
@@ -104,37 +113,45 @@ where
                 work.push((id, client, msg));
             }
         }
-        let (data, model, seed, workspaces) = (&self.data, self.model, self.seed, &self.workspaces);
-        let results: Vec<Result<(ClientId, Up), (ClientId, AlgoError)>> = self.pool.install(|| {
-            work.into_par_iter()
-                .map(|(id, client, msg)| {
-                    // Each pool thread owns one slot, so the lock is never contended.
-                    let slot = rayon::current_thread_index().unwrap_or(0) % workspaces.len();
-                    let mut ws = workspaces[slot].lock().unwrap_or_else(|e| e.into_inner());
-                    let mut env = ClientEnv {
-                        id,
-                        data: data[id],
-                        model,
-                        rng: stream(seed, Purpose::Client, ctx.round as u64, id as u64),
-                        ws: &mut ws,
-                    };
-                    client
-                        .handle(ctx, msg, &mut env)
-                        .map(|up| (id, up))
-                        .map_err(|e| (id, e))
-                })
-                .collect()
-        });
-        results
-            .into_iter()
-            .map(|r| {
-                r.map_err(|(client, source)| EngineError::Client {
+        let (data, model, seed) = (&self.data, self.model, self.seed);
+        let workspaces = &self.workspaces;
+        let chunk = CLIENTS_PER_THREAD_IN_FLIGHT * workspaces.len();
+        while !work.is_empty() {
+            let rest = work.split_off(chunk.min(work.len()));
+            let batch = std::mem::replace(&mut work, rest);
+            let replies: Vec<Result<(ClientId, Up), (ClientId, AlgoError)>> =
+                self.pool.install(|| {
+                    batch
+                        .into_par_iter()
+                        .map(|(id, client, msg)| {
+                            // Each pool thread owns one slot: the lock is never contended.
+                            let slot =
+                                rayon::current_thread_index().unwrap_or(0) % workspaces.len();
+                            let mut ws = workspaces[slot].lock().unwrap_or_else(|e| e.into_inner());
+                            let mut env = ClientEnv {
+                                id,
+                                data: data[id],
+                                model,
+                                rng: stream(seed, Purpose::Client, ctx.round as u64, id as u64),
+                                ws: &mut ws,
+                            };
+                            client
+                                .handle(ctx, msg, &mut env)
+                                .map(|up| (id, up))
+                                .map_err(|e| (id, e))
+                        })
+                        .collect()
+                });
+            for reply in replies {
+                let (id, up) = reply.map_err(|(client, source)| EngineError::Client {
                     round: ctx.round,
                     client,
                     source,
-                })
-            })
-            .collect()
+                })?;
+                deliver(id, up)?;
+            }
+        }
+        Ok(())
     }
 
     fn num_clients(&self) -> usize {

@@ -31,31 +31,61 @@ pub fn apply_gradients<'a>(
 
 /// Model averaging (IFCA option II, FedAvg): every cluster model that receives at
 /// least one contribution `(cluster, model, weight)` becomes the weighted mean of
-/// them; a cluster that receives none keeps its model. `sums` is scratch space of
-/// `models.len()` values.
+/// them; a cluster that receives none keeps its model.
 pub fn average_models<'a>(
     models: &mut [f32],
     p: usize,
-    sums: &mut Vec<f64>,
+    sums: &mut ModelSums,
     contributions: impl IntoIterator<Item = (usize, &'a [f32], f64)>,
 ) {
-    let k = models.len() / p;
-    sums.clear();
-    sums.resize(models.len(), 0.0);
-    let mut weight = vec![0.0f64; k];
+    sums.reset(models.len() / p, p);
     for (cluster, model, w) in contributions {
-        weight[cluster] += w;
-        for (s, v) in sums[cluster * p..(cluster + 1) * p].iter_mut().zip(model) {
-            *s += w * f64::from(*v);
+        sums.add(cluster, model, w);
+    }
+    sums.finish(models);
+}
+
+/// Running sums for model averaging over a stream of replies: add each
+/// contribution as it arrives, then [`ModelSums::finish`] into the models.
+#[derive(Debug, Default)]
+pub struct ModelSums {
+    sums: Vec<f64>,
+    weights: Vec<f64>,
+}
+
+impl ModelSums {
+    /// Starts a round for `k` models of `p` parameters.
+    pub fn reset(&mut self, k: usize, p: usize) {
+        self.sums.clear();
+        self.sums.resize(k * p, 0.0);
+        self.weights.clear();
+        self.weights.resize(k, 0.0);
+    }
+
+    /// Adds `weight · model` to cluster `cluster`.
+    pub fn add(&mut self, cluster: usize, model: &[f32], weight: f64) {
+        let p = model.len();
+        self.weights[cluster] += weight;
+        for (s, v) in self.sums[cluster * p..(cluster + 1) * p]
+            .iter_mut()
+            .zip(model)
+        {
+            *s += weight * f64::from(*v);
         }
     }
-    for (j, w) in weight.iter().enumerate() {
-        if *w > 0.0 {
-            for (m, s) in models[j * p..(j + 1) * p]
-                .iter_mut()
-                .zip(&sums[j * p..(j + 1) * p])
-            {
-                *m = (s / w) as f32;
+
+    /// Every cluster that received a contribution becomes the weighted mean of
+    /// them; the others keep their model.
+    pub fn finish(&self, models: &mut [f32]) {
+        let p = models.len() / self.weights.len().max(1);
+        for (j, w) in self.weights.iter().enumerate() {
+            if *w > 0.0 {
+                for (m, s) in models[j * p..(j + 1) * p]
+                    .iter_mut()
+                    .zip(&self.sums[j * p..(j + 1) * p])
+                {
+                    *m = (s / w) as f32;
+                }
             }
         }
     }
@@ -84,7 +114,7 @@ mod tests {
         let mut models = vec![0.0, 0.0, 7.0, 7.0];
         let a = [1.0, 2.0];
         let b = [3.0, 6.0];
-        let mut sums = Vec::new();
+        let mut sums = ModelSums::default();
         average_models(
             &mut models,
             2,

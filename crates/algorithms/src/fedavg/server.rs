@@ -2,14 +2,13 @@
 
 use std::sync::Arc;
 
-use fedcluster_core::federation::weighted_loss;
-use fedcluster_core::params::all_finite;
+use fedcluster_core::params::{all_finite, axpy};
 use fedcluster_core::{
     AlgoError, ClientId, Model, Purpose, ReplicaView, Rng, RoundCtx, ServerHalf, Snapshot, stream,
 };
 
 use super::config::Config;
-use crate::common::aggregate::{Aggregation, apply_gradients, average_models};
+use crate::common::aggregate::{Aggregation, ModelSums};
 use crate::common::checked::Checked;
 use crate::common::messages::{ClusterModel, ModelReply};
 use crate::common::sampling::participants;
@@ -23,7 +22,10 @@ pub struct FedAvgServer {
     assignment: Vec<Option<usize>>,
     train_loss: Option<f64>,
     participants: usize,
-    sums: Vec<f64>,
+    /// Model averaging: running weighted sums of the round's models.
+    sums: ModelSums,
+    /// Sample-weighted loss sum and sample count of the round.
+    loss_sum: (f64, usize),
 }
 
 impl FedAvgServer {
@@ -65,7 +67,8 @@ impl FedAvgServer {
             assignment: assignment.into_iter().map(Some).collect(),
             train_loss: None,
             participants: 0,
-            sums: Vec::new(),
+            sums: ModelSums::default(),
+            loss_sum: (0.0, 0),
         })
     }
 }
@@ -82,6 +85,8 @@ impl ServerHalf for FedAvgServer {
         let models = Arc::new(self.models.clone());
         let chosen = participants(self.assignment.len(), self.config.participation, rng);
         self.participants = chosen.len();
+        self.sums.reset(self.models.len() / self.p, self.p);
+        self.loss_sum = (0.0, 0);
         Ok(chosen
             .into_iter()
             .map(|id| {
@@ -98,46 +103,40 @@ impl ServerHalf for FedAvgServer {
             .collect())
     }
 
-    fn absorb(
-        &mut self,
-        ctx: &RoundCtx,
-        replies: Vec<(ClientId, ModelReply)>,
-    ) -> Result<(), AlgoError> {
+    fn receive(&mut self, ctx: &RoundCtx, id: ClientId, up: ModelReply) -> Result<(), AlgoError> {
         let p = self.p;
-        if let Some((id, _)) = replies.iter().find(|(_, up)| up.payload.len() != p) {
+        if up.payload.len() != p {
             return Err(AlgoError::Protocol(format!(
                 "round {}: malformed reply from client {id}",
                 ctx.round
             )));
         }
-        if let Some((id, _)) = replies.iter().find(|(_, up)| up.loss.is_none()) {
+        let Some(loss) = up.loss else {
             return Err(AlgoError::Diverged {
                 round: ctx.round,
-                client: Some(*id),
+                client: Some(id),
                 detail: "non-finite loss or update".into(),
             });
-        }
-        let cluster = |id: &ClientId| self.assignment[*id].expect("fixed assignment");
+        };
+        let c = self.assignment[id].expect("fixed assignment");
         match self.config.aggregation {
             Aggregation::Gradient => {
                 let scale = self.config.lr / self.participants.max(1) as f32;
-                let contributions = replies
-                    .iter()
-                    .map(|(id, up)| (cluster(id), up.payload.as_slice()));
-                apply_gradients(&mut self.models, p, scale, contributions);
+                axpy(-scale, &up.payload, &mut self.models[c * p..(c + 1) * p]);
             }
-            Aggregation::Model => {
-                let contributions = replies
-                    .iter()
-                    .map(|(id, up)| (cluster(id), up.payload.as_slice(), up.samples as f64));
-                average_models(&mut self.models, p, &mut self.sums, contributions);
-            }
+            Aggregation::Model => self.sums.add(c, &up.payload, up.samples as f64),
         }
-        self.train_loss = weighted_loss(
-            replies
-                .iter()
-                .map(|(_, up)| (up.loss.unwrap_or(f64::NAN), up.samples)),
-        );
+        self.loss_sum.0 += loss * up.samples as f64;
+        self.loss_sum.1 += up.samples;
+        Ok(())
+    }
+
+    fn finish(&mut self, ctx: &RoundCtx) -> Result<(), AlgoError> {
+        if self.config.aggregation == Aggregation::Model {
+            self.sums.finish(&mut self.models);
+        }
+        let (sum, count) = self.loss_sum;
+        self.train_loss = (count > 0).then(|| sum / count as f64);
         if !all_finite(&self.models) {
             return Err(AlgoError::Diverged {
                 round: ctx.round,

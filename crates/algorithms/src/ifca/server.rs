@@ -3,8 +3,7 @@
 
 use std::sync::Arc;
 
-use fedcluster_core::federation::weighted_loss;
-use fedcluster_core::params::all_finite;
+use fedcluster_core::params::{all_finite, axpy};
 use fedcluster_core::{
     AlgoError, ClientId, Model, Purpose, ReplicaView, Rng, RoundCtx, ServerHalf, Snapshot, stream,
 };
@@ -12,7 +11,7 @@ use fedcluster_core::{
 use super::config::Config;
 use super::messages::{Down, Up};
 use crate::common::aggregate::Aggregation;
-use crate::common::aggregate::{apply_gradients, average_models};
+use crate::common::aggregate::ModelSums;
 use crate::common::checked::Checked;
 use crate::common::sampling::participants;
 
@@ -36,6 +35,17 @@ struct Replica {
     diverged: bool,
 }
 
+/// What the server gathers during a round, per active replica.
+#[derive(Debug, Default)]
+struct RoundState {
+    /// First client whose reply for the replica was not finite.
+    failed: Vec<Option<ClientId>>,
+    /// Model averaging: running weighted sums of the received models.
+    sums: Vec<ModelSums>,
+    /// Sample-weighted loss sum and sample count.
+    loss: Vec<(f64, usize)>,
+}
+
 /// The server half of IFCA.
 #[derive(Debug)]
 pub struct IfcaServer {
@@ -47,7 +57,7 @@ pub struct IfcaServer {
     /// Replicas sent out in the current round, in message order.
     active: Vec<usize>,
     participants: usize,
-    sums: Vec<f64>,
+    round: RoundState,
 }
 
 impl IfcaServer {
@@ -80,7 +90,7 @@ impl IfcaServer {
             stable_for: vec![0; num_clients],
             active: Vec::new(),
             participants: 0,
-            sums: Vec::new(),
+            round: RoundState::default(),
         }
     }
 
@@ -122,6 +132,15 @@ impl ServerHalf for IfcaServer {
         );
         let chosen = participants(self.stable_for.len(), self.config.participation, rng);
         self.participants = chosen.len();
+        let slots = self.active.len();
+        self.round.failed = vec![None; slots];
+        self.round.loss = vec![(0.0, 0); slots];
+        self.round.sums.resize_with(slots, ModelSums::default);
+        if self.config.aggregation == Aggregation::Model {
+            for sums in &mut self.round.sums {
+                sums.reset(self.config.clusters, self.p);
+            }
+        }
         Ok(chosen
             .into_iter()
             .map(|id| {
@@ -137,62 +156,61 @@ impl ServerHalf for IfcaServer {
             .collect())
     }
 
-    fn absorb(&mut self, ctx: &RoundCtx, replies: Vec<(ClientId, Up)>) -> Result<(), AlgoError> {
+    fn receive(&mut self, ctx: &RoundCtx, id: ClientId, up: Up) -> Result<(), AlgoError> {
         let (p, k) = (self.p, self.config.clusters);
-        for (id, up) in &replies {
-            if up.chosen.len() != self.active.len()
-                || up.payload.len() != self.active.len() * p
-                || up.chosen.iter().any(|&c| c as usize >= k)
-            {
-                return Err(AlgoError::Protocol(format!(
-                    "round {}: malformed reply from client {id}",
-                    ctx.round
-                )));
-            }
+        if up.chosen.len() != self.active.len()
+            || up.losses.len() != self.active.len()
+            || up.payload.len() != self.active.len() * p
+            || up.chosen.iter().any(|&c| c as usize >= k)
+        {
+            return Err(AlgoError::Protocol(format!(
+                "round {}: malformed reply from client {id}",
+                ctx.round
+            )));
         }
-        let mut changed = vec![false; self.stable_for.len()];
-        let mut last_failure: Option<(Option<ClientId>, String)> = None;
+        let mut changed = false;
         for (slot, &r) in self.active.iter().enumerate() {
-            if let Some((id, _)) = replies.iter().find(|(_, up)| up.losses[slot].is_none()) {
-                self.replicas[r].diverged = true;
-                last_failure = Some((Some(*id), format!("replica {r}: non-finite loss or update")));
+            let round = &mut self.round;
+            if round.failed[slot].is_some() {
                 continue;
             }
-            let scale = self.config.replica_lr(r) / self.participants.max(1) as f32;
+            let Some(loss) = up.losses[slot] else {
+                round.failed[slot] = Some(id);
+                continue;
+            };
             let replica = &mut self.replicas[r];
-            for (id, up) in &replies {
-                let c = Some(up.chosen[slot] as usize);
-                changed[*id] |= replica.assignment[*id] != c;
-                replica.assignment[*id] = c;
-            }
-            let contributions = replies.iter().map(|(_, up)| {
-                (
-                    up.chosen[slot] as usize,
-                    &up.payload[slot * p..(slot + 1) * p],
-                )
-            });
+            let c = up.chosen[slot] as usize;
+            changed |= replica.assignment[id] != Some(c);
+            replica.assignment[id] = Some(c);
+            let payload = &up.payload[slot * p..(slot + 1) * p];
             match self.config.aggregation {
                 Aggregation::Gradient => {
-                    apply_gradients(&mut replica.models, p, scale, contributions)
+                    let scale = self.config.replica_lr(r) / self.participants.max(1) as f32;
+                    axpy(-scale, payload, &mut replica.models[c * p..(c + 1) * p]);
                 }
-                Aggregation::Model => average_models(
-                    &mut replica.models,
-                    p,
-                    &mut self.sums,
-                    replies.iter().map(|(_, up)| {
-                        (
-                            up.chosen[slot] as usize,
-                            &up.payload[slot * p..(slot + 1) * p],
-                            up.samples as f64,
-                        )
-                    }),
-                ),
+                Aggregation::Model => round.sums[slot].add(c, payload, up.samples as f64),
             }
-            replica.train_loss = weighted_loss(
-                replies
-                    .iter()
-                    .map(|(_, up)| (up.losses[slot].unwrap_or(f64::NAN), up.samples)),
-            );
+            round.loss[slot].0 += loss * up.samples as f64;
+            round.loss[slot].1 += up.samples;
+        }
+        self.stable_for[id] = if changed { 0 } else { self.stable_for[id] + 1 };
+        Ok(())
+    }
+
+    fn finish(&mut self, ctx: &RoundCtx) -> Result<(), AlgoError> {
+        let mut last_failure: Option<(Option<ClientId>, String)> = None;
+        for (slot, &r) in self.active.iter().enumerate() {
+            let replica = &mut self.replicas[r];
+            if let Some(id) = self.round.failed[slot] {
+                replica.diverged = true;
+                last_failure = Some((Some(id), format!("replica {r}: non-finite loss or update")));
+                continue;
+            }
+            if self.config.aggregation == Aggregation::Model {
+                self.round.sums[slot].finish(&mut replica.models);
+            }
+            let (sum, count) = self.round.loss[slot];
+            replica.train_loss = (count > 0).then(|| sum / count as f64);
             let first = *replica
                 .first_loss
                 .get_or_insert(replica.train_loss.unwrap_or(f64::NAN));
@@ -214,13 +232,6 @@ impl ServerHalf for IfcaServer {
                     format!("replica {r}: non-finite cluster model after aggregation"),
                 ));
             }
-        }
-        for (id, _) in &replies {
-            self.stable_for[*id] = if changed[*id] {
-                0
-            } else {
-                self.stable_for[*id] + 1
-            };
         }
         if self.replicas.iter().all(|r| r.diverged) {
             let (client, detail) = last_failure.unwrap_or((None, "every replica diverged".into()));

@@ -2,7 +2,6 @@
 
 use serde::{Deserialize, Serialize};
 
-use fedcluster_core::federation::weighted_loss;
 use fedcluster_core::{
     AlgoError, ClientId, Message, Model, ReplicaView, Rng, RoundCtx, ServerHalf, Snapshot,
 };
@@ -67,6 +66,8 @@ pub struct LocalServer {
     models: Vec<f32>,
     assignment: Vec<Option<usize>>,
     train_loss: Option<f64>,
+    /// Sample-weighted loss sum and sample count of the round.
+    loss_sum: (f64, usize),
 }
 
 impl LocalServer {
@@ -79,6 +80,7 @@ impl LocalServer {
             models: vec![0.0; num_clients * p],
             assignment: vec![None; num_clients],
             train_loss: None,
+            loss_sum: (0.0, 0),
         }
     }
 }
@@ -96,34 +98,31 @@ impl ServerHalf for LocalServer {
         Ok(chosen.into_iter().map(|id| (id, TrainLocally)).collect())
     }
 
-    fn absorb(
-        &mut self,
-        ctx: &RoundCtx,
-        replies: Vec<(ClientId, ModelReply)>,
-    ) -> Result<(), AlgoError> {
+    fn receive(&mut self, ctx: &RoundCtx, id: ClientId, up: ModelReply) -> Result<(), AlgoError> {
         let p = self.p;
-        for (id, up) in &replies {
-            if up.payload.len() != p {
-                return Err(AlgoError::Protocol(format!(
-                    "round {}: malformed reply from client {id}",
-                    ctx.round
-                )));
-            }
-            if up.loss.is_none() {
-                return Err(AlgoError::Diverged {
-                    round: ctx.round,
-                    client: Some(*id),
-                    detail: "non-finite loss or local model".into(),
-                });
-            }
-            self.models[id * p..(id + 1) * p].copy_from_slice(&up.payload);
-            self.assignment[*id] = Some(*id);
+        if up.payload.len() != p {
+            return Err(AlgoError::Protocol(format!(
+                "round {}: malformed reply from client {id}",
+                ctx.round
+            )));
         }
-        self.train_loss = weighted_loss(
-            replies
-                .iter()
-                .map(|(_, up)| (up.loss.unwrap_or(f64::NAN), up.samples)),
-        );
+        let Some(loss) = up.loss else {
+            return Err(AlgoError::Diverged {
+                round: ctx.round,
+                client: Some(id),
+                detail: "non-finite loss or local model".into(),
+            });
+        };
+        self.models[id * p..(id + 1) * p].copy_from_slice(&up.payload);
+        self.assignment[id] = Some(id);
+        self.loss_sum.0 += loss * up.samples as f64;
+        self.loss_sum.1 += up.samples;
+        Ok(())
+    }
+
+    fn finish(&mut self, _ctx: &RoundCtx) -> Result<(), AlgoError> {
+        let (sum, count) = std::mem::take(&mut self.loss_sum);
+        self.train_loss = (count > 0).then(|| sum / count as f64);
         Ok(())
     }
 

@@ -30,6 +30,8 @@ pub struct OneShotServer {
     seed: u64,
     phase: Phase,
     unassigned: Vec<Option<usize>>,
+    /// The local ERMs received in the ERM round.
+    erms: Vec<(ClientId, ModelReply)>,
 }
 
 impl OneShotServer {
@@ -41,6 +43,7 @@ impl OneShotServer {
             seed,
             phase: Phase::Erm,
             unassigned: vec![None; num_clients],
+            erms: Vec::new(),
         }
     }
 
@@ -97,30 +100,27 @@ impl ServerHalf for OneShotServer {
         }
     }
 
-    fn absorb(&mut self, ctx: &RoundCtx, replies: Vec<(ClientId, Up)>) -> Result<(), AlgoError> {
+    fn receive(&mut self, ctx: &RoundCtx, id: ClientId, up: Up) -> Result<(), AlgoError> {
         let mismatch =
             || AlgoError::Protocol(format!("round {}: reply from the wrong phase", ctx.round));
+        match (&mut self.phase, up) {
+            // The local ERMs are the algorithm's input to k-means: all of them are kept.
+            (Phase::Erm, Up::Erm(r)) => {
+                self.erms.push((id, r));
+                Ok(())
+            }
+            (Phase::FedAvg(server), Up::Train(r)) => server.receive(ctx, id, r),
+            _ => Err(mismatch()),
+        }
+    }
+
+    fn finish(&mut self, ctx: &RoundCtx) -> Result<(), AlgoError> {
         match &mut self.phase {
             Phase::Erm => {
-                let erms = replies
-                    .into_iter()
-                    .map(|(id, up)| match up {
-                        Up::Erm(r) => Ok((id, r)),
-                        Up::Train(_) => Err(mismatch()),
-                    })
-                    .collect::<Result<Vec<_>, _>>()?;
+                let erms = std::mem::take(&mut self.erms);
                 self.cluster(ctx, erms)
             }
-            Phase::FedAvg(server) => {
-                let train = replies
-                    .into_iter()
-                    .map(|(id, up)| match up {
-                        Up::Train(r) => Ok((id, r)),
-                        Up::Erm(_) => Err(mismatch()),
-                    })
-                    .collect::<Result<Vec<_>, _>>()?;
-                server.absorb(ctx, train)
-            }
+            Phase::FedAvg(server) => server.finish(ctx),
         }
     }
 

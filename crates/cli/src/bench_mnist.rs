@@ -1,0 +1,115 @@
+//! `fedcluster bench ifca-rotated-mnist`: IFCA rounds as in the IFCA paper's
+//! rotated-MNIST experiment (Section VI-B): model averaging, MLP 784-200-10,
+//! k = 4 rotations, (m, n) = (2400, 100), τ = 10 full-batch steps, lr 0.1.
+//!
+//! Besides whole rounds it times the two parts of a client's work on a sample
+//! of clients: the assignment (the k models' losses on the client's data) and
+//! the local training from the chosen model, and counts the operations of each
+//! as carried out (the training in the kernel space of the client's data).
+
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+
+use fedcluster_algorithms::{Aggregation, Checked, InitScheme, ifca};
+use fedcluster_core::{Model, Purpose, Workspace, stream};
+use fedcluster_data::{MnistClustersSpec, Transform, load_mnist, mnist_clusters};
+use fedcluster_models::Mlp;
+use fedcluster_sim::{InProcess, run};
+
+use crate::bench::{BenchOptions, BenchReport, resolve_threads};
+
+/// One IFCA round at the paper's size, with its assignment/training split.
+pub fn ifca_rotated_mnist_round(options: &BenchOptions) -> Result<BenchReport> {
+    let dir = options.data_dir.as_ref().context(
+        "ifca-rotated-mnist reads MNIST: pass --data-dir DIR (e.g. ../shared/data/mnist)",
+    )?;
+    let (m, n, k, hidden, tau, lr) = (2400, 100, 4, 200, 10, 0.1f32);
+    let spec = MnistClustersSpec {
+        transforms: vec![
+            Transform::Identity,
+            Transform::Rotate90,
+            Transform::Rotate180,
+            Transform::Rotate270,
+        ],
+        clients: m,
+        points_per_client: n,
+        test_clients: 0,
+        downsample: false,
+        data_dir: Some(dir.clone()),
+    };
+    let data = mnist_clusters(&load_mnist(dir)?, &spec, 1)?;
+    let model = Mlp::new(data.dim, hidden, 10)?;
+    let config = Checked::new(ifca::Config {
+        clusters: k,
+        aggregation: Aggregation::Model,
+        lr: lr.into(),
+        local_steps: tau,
+        participation: 1.0,
+        restarts: 1,
+        init: InitScheme::Model,
+        stable_rounds: 0,
+    })?;
+    let threads = resolve_threads(options.threads);
+    let batches: Vec<_> = data.train.iter().map(|c| c.batch(data.dim)).collect();
+
+    // The split, on a sample of clients, single-threaded.
+    let p = model.num_params();
+    let mut models = vec![0.0; k * p];
+    for (j, mm) in models.chunks_exact_mut(p).enumerate() {
+        model.init(&mut stream(1, Purpose::Init, j as u64, 0), mm);
+    }
+    let mut ws = Workspace::default();
+    let (mut assign_s, mut train_s) = (0.0, 0.0);
+    let sample = 48;
+    for batch in batches.iter().step_by(m / sample) {
+        let mut losses = vec![0.0; k];
+        let t = Instant::now();
+        model.losses(&models, *batch, &mut losses, &mut ws);
+        assign_s += t.elapsed().as_secs_f64();
+        let mut params = models[..p].to_vec();
+        let t = Instant::now();
+        model.train(&mut params, *batch, lr, tau, &mut ws);
+        train_s += t.elapsed().as_secs_f64();
+    }
+    let per_client = |s: f64| s / sample as f64 * m as f64 / threads as f64;
+
+    let client = ifca::IfcaClient::new(config.aggregation, config.local_steps);
+    let mut server = ifca::IfcaServer::new(config, &model, m, 1);
+    let mut transport = InProcess::new(vec![client; m], batches, &model, 1, threads)?;
+    let warmup = 1;
+    let mut times = Vec::new();
+    run(
+        &mut server,
+        &mut transport,
+        warmup + options.rounds,
+        1,
+        |e| {
+            if e.round >= warmup {
+                times.push(e.seconds);
+            }
+            Ok(())
+        },
+    )?;
+    let (nf, d, h, c, tf) = (n as f64, data.dim as f64, hidden as f64, 10.0, tau as f64);
+    let forward = 2.0 * nf * (d * h + h * c);
+    let assignment = k as f64 * forward;
+    // Gram matrix, τ steps (head forward and backward, K·D), the final W1.
+    let training =
+        2.0 * nf * nf * d + tf * (6.0 * nf * h * c + 2.0 * nf * nf * h) + 2.0 * nf * h * d;
+    Ok(BenchReport {
+        name: "ifca-rotated-mnist".into(),
+        threads,
+        rounds: times.len(),
+        seconds_per_round: times.iter().sum::<f64>() / times.len().max(1) as f64,
+        best_round: times.iter().copied().fold(f64::INFINITY, f64::min),
+        flops_per_round: m as f64 * (assignment + training),
+        split: vec![
+            (
+                "assignment (k models on every client)".into(),
+                per_client(assign_s),
+            ),
+            ("local training (kernel space)".into(), per_client(train_s)),
+        ],
+    })
+}
