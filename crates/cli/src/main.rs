@@ -47,7 +47,7 @@ enum Command {
     Run {
         /// Config file; omit to run the embedded default (configs/ifca-synthetic.toml).
         config: Option<PathBuf>,
-        /// Run directory to write (default: runs/<config name>).
+        /// Run directory to write (default: the first free runs/<config name>[-N]).
         #[arg(long)]
         out: Option<PathBuf>,
         /// Override a config value, e.g. --set rounds=20 --set algorithm.lr=0.1.
@@ -189,7 +189,20 @@ fn run(
             "default".to_string(),
         ),
     };
-    let out = out.unwrap_or_else(|| PathBuf::from("runs").join(&stem));
+    // Without --out, never fail or clobber: take the first free runs/<name>[-N].
+    let out = out.unwrap_or_else(|| {
+        let base = PathBuf::from("runs").join(&stem);
+        (1..)
+            .map(|i| {
+                if i == 1 {
+                    base.clone()
+                } else {
+                    PathBuf::from(format!("{}-{i}", base.display()))
+                }
+            })
+            .find(|p| !p.exists())
+            .expect("an unused name")
+    });
     // Problems with the output or the data surface before any directory exists.
     RunDir::check_target(&out, overwrite)?;
     let data = build_data(&config)?;
