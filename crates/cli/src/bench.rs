@@ -118,6 +118,7 @@ fn ifca_synthetic_round(
         restarts,
         init: InitScheme::Bernoulli { norm: None },
         stable_rounds: 0,
+        weight_sharing: false,
     })?;
     let threads = resolve_threads(options.threads);
     let client = ifca::IfcaClient::new(config.aggregation, config.local_steps);

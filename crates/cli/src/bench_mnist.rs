@@ -49,6 +49,7 @@ pub fn ifca_rotated_mnist_round(options: &BenchOptions) -> Result<BenchReport> {
         restarts: 1,
         init: InitScheme::Model,
         stable_rounds: 0,
+        weight_sharing: false,
     })?;
     let threads = resolve_threads(options.threads);
     let batches: Vec<_> = data.train.iter().map(|c| c.batch(data.dim)).collect();

@@ -121,6 +121,12 @@ pub fn execute(
     };
     match algorithm {
         CheckedAlgorithm::Ifca(c) => {
+            if c.weight_sharing && model.head_start() == 0 {
+                bail!(
+                    "field `algorithm.weight_sharing`: model `{}` has a single layer, there is nothing to share",
+                    model.name()
+                );
+            }
             let client = ifca::IfcaClient::new(c.aggregation, c.local_steps);
             ctx.drive(
                 ifca::IfcaServer::new(c, model, m, seed),

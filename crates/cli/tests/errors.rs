@@ -53,6 +53,16 @@ fn bad_values_name_the_field() {
     let data = build_data(&config).unwrap();
     let e = format!("{:#}", execute(&config, &data, &mut |_| {}).unwrap_err());
     assert!(e.contains("model.kind"), "{e}");
+    // Weight sharing needs a model with more than one layer.
+    let config = RunConfig::parse(
+        &small(IFCA, 5),
+        &["algorithm.weight_sharing=true".into()],
+        "cfg",
+    )
+    .unwrap();
+    let data = build_data(&config).unwrap();
+    let e = format!("{:#}", execute(&config, &data, &mut |_| {}).unwrap_err());
+    assert!(e.contains("algorithm.weight_sharing"), "{e}");
 }
 
 #[test]

@@ -146,6 +146,13 @@ pub trait Model: Send + Sync {
     /// throughput reports); the backward pass is counted as twice this.
     fn forward_flops_per_sample(&self) -> u64;
 
+    /// Where the last layer's parameters start: `[0, head_start)` are the layers
+    /// IFCA's weight sharing shares across clusters, `[head_start, num_params)`
+    /// the per-cluster head. A single-layer model has no shared part (0).
+    fn head_start(&self) -> usize {
+        0
+    }
+
     /// Mean losses of several models on the same batch. `models` holds
     /// `out.len()` parameter vectors back to back. Models with a batched kernel
     /// override this with one pass over the data.

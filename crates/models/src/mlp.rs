@@ -294,6 +294,11 @@ impl Model for Mlp {
         )
     }
 
+    /// The output layer (`W2`, `b2`) is the head; the hidden layer is shared.
+    fn head_start(&self) -> usize {
+        self.layout().w2
+    }
+
     fn forward_flops_per_sample(&self) -> u64 {
         2 * (self.input * self.hidden + self.hidden * self.classes) as u64
     }

@@ -35,6 +35,10 @@ pub struct Config {
     /// many rounds, send it only its own cluster's model. 0 turns it off.
     #[serde(default)]
     pub stable_rounds: usize,
+    /// Weight sharing (Section IV-C, Fig. 2): every layer but the last is shared by
+    /// the clusters and averaged over all clients; only the heads are per cluster.
+    #[serde(default)]
+    pub weight_sharing: bool,
 }
 
 /// One step size or several swept side by side.

@@ -16,6 +16,9 @@ pub struct Down {
     pub k: usize,
     /// Step size of each active replica (used by the local update).
     pub lrs: Arc<Vec<f32>>,
+    /// Weight sharing: the first `shared` parameters are the same in all `k`
+    /// models and cross the wire once per replica (0 without sharing).
+    pub shared: usize,
     /// Stable identity: for each active replica, the cluster whose model is the
     /// only one sent; the client then skips the assignment step.
     pub own: Option<Vec<u32>>,
@@ -32,9 +35,10 @@ impl Message for Down {
     fn wire_bytes(&self) -> u64 {
         let p = self.params_per_model() as u64;
         let r = self.replicas as u64;
+        let (shared, head) = (self.shared as u64, p - self.shared as u64);
         let models = match &self.own {
-            Some(_) => r * (p * 4 + 4),
-            None => r * self.k as u64 * p * 4,
+            Some(_) => r * ((shared + head) * 4 + 4),
+            None => r * (shared + self.k as u64 * head) * 4,
         };
         models + 4 * r
     }

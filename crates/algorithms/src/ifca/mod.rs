@@ -19,6 +19,11 @@
 //!    under full participation). Option II: `θ_j <-` the sample-weighted mean of
 //!    the models received from `S_j`; a cluster that received none keeps its model.
 //!
+//! With weight sharing (Section IV-C, Fig. 2) every layer but the last is shared
+//! by the `k` models: in step 5 the shared layers are averaged (or stepped) over
+//! all participants, the heads per cluster, and the shared layers cross the wire
+//! once.
+//!
 //! At the end the replica with the lowest training loss (the mean loss of the
 //! clients at their chosen models in the last round) is selected; every replica
 //! is reported. Several step sizes can be swept the same way (replicas = restarts

@@ -42,6 +42,8 @@ struct RoundState {
     failed: Vec<Option<ClientId>>,
     /// Model averaging: running weighted sums of the received models.
     sums: Vec<ModelSums>,
+    /// Weight sharing: running weighted sums of the shared layers of all models.
+    shared_sums: Vec<ModelSums>,
     /// Sample-weighted loss sum and sample count.
     loss: Vec<(f64, usize)>,
 }
@@ -51,6 +53,8 @@ struct RoundState {
 pub struct IfcaServer {
     config: Checked<Config>,
     p: usize,
+    /// Length of the shared layers (weight sharing), 0 otherwise.
+    shared: usize,
     replicas: Vec<Replica>,
     /// Rounds since any of a client's assignments last changed.
     stable_for: Vec<usize>,
@@ -74,6 +78,9 @@ impl IfcaServer {
                 for m in models.chunks_exact_mut(p) {
                     config.init.fill(model, &mut rng, m);
                 }
+                if config.weight_sharing {
+                    share_first_model(&mut models, p, model.head_start());
+                }
                 Replica {
                     models,
                     assignment: vec![None; num_clients],
@@ -83,9 +90,15 @@ impl IfcaServer {
                 }
             })
             .collect();
+        let shared = if config.weight_sharing {
+            model.head_start()
+        } else {
+            0
+        };
         Self {
             config,
             p,
+            shared,
             replicas,
             stable_for: vec![0; num_clients],
             active: Vec::new(),
@@ -136,9 +149,15 @@ impl ServerHalf for IfcaServer {
         self.round.failed = vec![None; slots];
         self.round.loss = vec![(0.0, 0); slots];
         self.round.sums.resize_with(slots, ModelSums::default);
+        self.round
+            .shared_sums
+            .resize_with(slots, ModelSums::default);
         if self.config.aggregation == Aggregation::Model {
             for sums in &mut self.round.sums {
                 sums.reset(self.config.clusters, self.p);
+            }
+            for sums in &mut self.round.shared_sums {
+                sums.reset(1, self.shared);
             }
         }
         Ok(chosen
@@ -149,6 +168,7 @@ impl ServerHalf for IfcaServer {
                     replicas: self.active.len(),
                     k: self.config.clusters,
                     lrs: Arc::clone(&lrs),
+                    shared: self.shared,
                     own: self.own_clusters(id),
                 };
                 (id, down)
@@ -183,12 +203,25 @@ impl ServerHalf for IfcaServer {
             changed |= replica.assignment[id] != Some(c);
             replica.assignment[id] = Some(c);
             let payload = &up.payload[slot * p..(slot + 1) * p];
+            let sh = self.shared;
             match self.config.aggregation {
                 Aggregation::Gradient => {
                     let scale = self.config.replica_lr(r) / self.participants.max(1) as f32;
-                    axpy(-scale, payload, &mut replica.models[c * p..(c + 1) * p]);
+                    // Shared layers step in model 0 (copied to the others at the end
+                    // of the round), heads in the chosen cluster's model.
+                    axpy(-scale, &payload[..sh], &mut replica.models[..sh]);
+                    axpy(
+                        -scale,
+                        &payload[sh..],
+                        &mut replica.models[c * p + sh..(c + 1) * p],
+                    );
                 }
-                Aggregation::Model => round.sums[slot].add(c, payload, up.samples as f64),
+                Aggregation::Model => {
+                    round.sums[slot].add(c, payload, up.samples as f64);
+                    if sh > 0 {
+                        round.shared_sums[slot].add(0, &payload[..sh], up.samples as f64);
+                    }
+                }
             }
             round.loss[slot].0 += loss * up.samples as f64;
             round.loss[slot].1 += up.samples;
@@ -208,6 +241,12 @@ impl ServerHalf for IfcaServer {
             }
             if self.config.aggregation == Aggregation::Model {
                 self.round.sums[slot].finish(&mut replica.models);
+                if self.shared > 0 {
+                    self.round.shared_sums[slot].finish(&mut replica.models[..self.shared]);
+                }
+            }
+            if self.shared > 0 {
+                share_first_model(&mut replica.models, self.p, self.shared);
             }
             let (sum, count) = self.round.loss[slot];
             replica.train_loss = (count > 0).then(|| sum / count as f64);
@@ -260,6 +299,15 @@ impl ServerHalf for IfcaServer {
             selected: select_lowest_loss(&replicas),
             replicas,
         }
+    }
+}
+
+/// Copies the first `shared` parameters of model 0 into every other model of
+/// `models` (`k x p` values).
+fn share_first_model(models: &mut [f32], p: usize, shared: usize) {
+    let (first, rest) = models.split_at_mut(p);
+    for m in rest.chunks_exact_mut(p) {
+        m[..shared].copy_from_slice(&first[..shared]);
     }
 }
 

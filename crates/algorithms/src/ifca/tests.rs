@@ -26,6 +26,7 @@ fn config(aggregation: Aggregation, restarts: usize, stable_rounds: usize) -> Ch
         restarts,
         init: InitScheme::Zeros,
         stable_rounds,
+        weight_sharing: false,
     })
     .unwrap()
 }
@@ -153,6 +154,7 @@ fn the_client_picks_the_lowest_loss_model_and_reports_its_gradient() {
         replicas: 1,
         k: 2,
         lrs: Arc::new(vec![0.1]),
+        shared: 0,
         own: None,
     };
     let reply = IfcaClient::new(Aggregation::Gradient, 1)
@@ -217,4 +219,63 @@ fn pairwise_param_error(models: &[&[f32]], truth: &[[f32; 4]; 2]) -> f64 {
     let straight = dist(models[0], &truth[0]) + dist(models[1], &truth[1]);
     let swapped = dist(models[0], &truth[1]) + dist(models[1], &truth[0]);
     straight.min(swapped) / 2.0
+}
+
+fn sharing(aggregation: Aggregation) -> (IfcaServer, usize, usize) {
+    use fedcluster_core::Model;
+    let model = fedcluster_models::Mlp::new(3, 4, 2).unwrap();
+    let cfg = Checked::new(Config {
+        init: InitScheme::Model,
+        weight_sharing: true,
+        ..config(aggregation, 1, 0).into_inner()
+    })
+    .unwrap();
+    let server = IfcaServer::new(cfg, &model, 2, 7);
+    (server, model.num_params(), model.head_start())
+}
+
+#[test]
+fn weight_sharing_starts_from_shared_layers_and_averages_them_over_everyone() {
+    let (mut server, p, sh) = sharing(Aggregation::Model);
+    let m = server.models(0).to_vec();
+    assert_eq!(m[..sh], m[p..p + sh], "shared layers start equal");
+    assert_ne!(m[sh..p], m[p + sh..], "heads start apart");
+    let mut rng = stream(1, Purpose::Server, 0, 0);
+    let plan = server.plan(&ctx(0, 2), &mut rng).unwrap();
+    use fedcluster_core::Message;
+    assert_eq!(plan[0].1.wire_bytes(), ((sh + 2 * (p - sh)) * 4 + 4) as u64);
+    let a: Vec<f32> = (0..p).map(|i| i as f32).collect();
+    let b: Vec<f32> = (0..p).map(|i| 3.0 * i as f32).collect();
+    let mut ua = up(0, a.clone());
+    ua.samples = 3;
+    let ub = up(1, b.clone());
+    server.absorb(&ctx(0, 2), vec![(0, ua), (1, ub)]).unwrap();
+    let m = server.models(0);
+    for i in 0..sh {
+        let want = (3.0 * a[i] + 10.0 * b[i]) / 13.0;
+        assert!((m[i] - want).abs() < 1e-5 && (m[p + i] - want).abs() < 1e-5);
+    }
+    assert_eq!(m[sh..p], a[sh..], "head 0 is cluster 0's mean");
+    assert_eq!(m[p + sh..], b[sh..], "head 1 is cluster 1's mean");
+}
+
+#[test]
+fn weight_sharing_steps_the_shared_layers_of_every_cluster() {
+    let (mut server, p, sh) = sharing(Aggregation::Gradient);
+    let before = server.models(0).to_vec();
+    let mut rng = stream(1, Purpose::Server, 0, 0);
+    server.plan(&ctx(0, 2), &mut rng).unwrap();
+    let replies = vec![(0, up(0, vec![0.0; p])), (1, up(1, vec![1.0; p]))];
+    server.absorb(&ctx(0, 2), replies).unwrap();
+    let after = server.models(0);
+    // Two participants: the step is lr / 2 = 0.25 on every coordinate client 1 touches.
+    for j in 0..2 {
+        for i in 0..sh {
+            assert!((after[j * p + i] - (before[j * p + i] - 0.25)).abs() < 1e-6);
+        }
+    }
+    assert_eq!(after[sh..p], before[sh..p], "head 0 untouched");
+    for i in sh..p {
+        assert!((after[p + i] - (before[p + i] - 0.25)).abs() < 1e-6);
+    }
 }
