@@ -5,6 +5,7 @@
 //! One directory per algorithm, each starting with its paper and round protocol:
 //! - [`ifca`]: IFCA, gradient and model averaging, partial participation,
 //!   restarts, stable-identity saving (Ghosh et al. 2022, Algorithm 2);
+//! - [`cflmgd`]: CFL-MGD, IFCA with Polyak momentum (Zhao et al., Algorithm 1);
 //! - [`oneshot`]: local ERM + k-means + FedAvg (Ghosh et al. 2022, Algorithm 1);
 //! - [`fedavg`]: FedAvg over a fixed assignment (the global-model baseline);
 //! - [`oracle`]: FedAvg inside the true clusters;
@@ -12,6 +13,7 @@
 //!
 //! Shared mechanics live in [`common`]. Algorithms do no IO.
 
+pub mod cflmgd;
 pub mod common;
 pub mod fedavg;
 pub mod ifca;

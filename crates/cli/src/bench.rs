@@ -119,6 +119,7 @@ fn ifca_synthetic_round(
         init: InitScheme::Bernoulli { norm: None },
         stable_rounds: 0,
         weight_sharing: false,
+        momentum: 0.0,
     })?;
     let threads = resolve_threads(options.threads);
     let client = ifca::IfcaClient::new(config.aggregation, config.local_steps);

@@ -6,7 +6,7 @@ use std::path::Path;
 use anyhow::{Context, Result, anyhow, bail};
 use serde::{Deserialize, Serialize};
 
-use fedcluster_algorithms::{Checked, FieldError, fedavg, ifca, local, oneshot};
+use fedcluster_algorithms::{Checked, FieldError, cflmgd, fedavg, ifca, local, oneshot};
 
 /// A whole experiment.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -74,6 +74,8 @@ fn default_hidden() -> usize {
 pub enum AlgorithmConfig {
     /// IFCA (Ghosh et al. 2022, Algorithm 2).
     Ifca(ifca::Config),
+    /// CFL-MGD: IFCA with Polyak momentum (`clusters = 1`: FedAvg with momentum).
+    Cflmgd(cflmgd::Config),
     /// One-shot clustering (Ghosh et al. 2022, Algorithm 1).
     Oneshot(oneshot::Config),
     /// One global model trained with FedAvg.
@@ -89,6 +91,7 @@ impl AlgorithmConfig {
     pub fn name(&self) -> &'static str {
         match self {
             AlgorithmConfig::Ifca(_) => "ifca",
+            AlgorithmConfig::Cflmgd(_) => "cflmgd",
             AlgorithmConfig::Oneshot(_) => "oneshot",
             AlgorithmConfig::Global(_) => "global",
             AlgorithmConfig::Oracle(_) => "oracle",
@@ -167,6 +170,10 @@ impl RunConfig {
     pub fn checked_algorithm(&self) -> Result<CheckedAlgorithm, FieldError> {
         Ok(match &self.algorithm {
             AlgorithmConfig::Ifca(c) => CheckedAlgorithm::Ifca(Checked::new(c.clone())?),
+            AlgorithmConfig::Cflmgd(c) => {
+                Checked::new(c.clone())?;
+                CheckedAlgorithm::Ifca(Checked::new(c.ifca())?)
+            }
             AlgorithmConfig::Oneshot(c) => CheckedAlgorithm::Oneshot(Checked::new(c.clone())?),
             AlgorithmConfig::Global(c) => CheckedAlgorithm::Global(Checked::new(c.clone())?),
             AlgorithmConfig::Oracle(c) => CheckedAlgorithm::Oracle(Checked::new(c.clone())?),
@@ -227,6 +234,7 @@ fn tagged_section_error(table: &toml::Table) -> Option<(String, String)> {
     let (t, name) = body("algorithm", "name")?;
     match name.as_str() {
         "ifca" => probe::<ifca::Config>("algorithm", t),
+        "cflmgd" => probe::<cflmgd::Config>("algorithm", t),
         "oneshot" => probe::<oneshot::Config>("algorithm", t),
         "global" | "oracle" => probe::<fedavg::Config>("algorithm", t),
         "local" => probe::<local::Config>("algorithm", t),

@@ -127,7 +127,8 @@ pub fn execute(
                     model.name()
                 );
             }
-            let client = ifca::IfcaClient::new(c.aggregation, c.local_steps);
+            let client =
+                ifca::IfcaClient::new(c.aggregation, c.local_steps).with_momentum(c.momentum);
             ctx.drive(
                 ifca::IfcaServer::new(c, model, m, seed),
                 vec![client; m],

@@ -140,3 +140,21 @@ fn the_shipped_ifca_synthetic_config_meets_the_issue_bar() {
     let err = r.param_error.unwrap();
     assert!(err <= 0.6 * SIGMA, "param error {err}");
 }
+
+#[test]
+fn cfl_mgd_recovers_clusters_with_momentum() {
+    let cfg = small(
+        "name = \"cflmgd\"\nclusters = 2\naggregation = \"model\"\nlr = 0.02\nmomentum = 0.9\nlocal_steps = 5\nrestarts = 5\ninit = { kind = \"gaussian\", std = 1.0 }",
+        100,
+    );
+    let r = last(&check(&cfg, &[]));
+    assert_eq!(r.misclustering, Some(0.0));
+    assert!(r.param_error.unwrap() <= 0.6 * SIGMA, "{:?}", r.param_error);
+    // `clusters = 1` is FedAvg with momentum: it runs, and cannot separate two clusters.
+    let fedavg_momentum = small(
+        "name = \"cflmgd\"\nclusters = 1\naggregation = \"model\"\nlr = 0.02\nmomentum = 0.9\nlocal_steps = 5",
+        50,
+    );
+    let r = last(&check(&fedavg_momentum, &[]));
+    assert!(r.param_error.unwrap() > 0.3, "{:?}", r.param_error);
+}

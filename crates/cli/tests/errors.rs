@@ -40,6 +40,8 @@ fn bad_values_name_the_field() {
             .contains("algorithm.participation")
     );
     assert!(error_of(&small(IFCA, 5), &["rounds=0"]).contains("rounds"));
+    let cfl = "name = \"cflmgd\"\nclusters = 2\nlr = 0.1\nmomentum = 0.0";
+    assert!(error_of(&small(cfl, 5), &[]).contains("algorithm.momentum"));
     assert!(error_of(&small(IFCA, 5), &["data.clients=21"]).contains("data.clients"));
     let e = error_of(&small(IFCA, 5), &["algorithm.clusters=\"two\""]);
     assert!(e.contains("`algorithm.clusters`"), "{e}");

@@ -182,6 +182,50 @@ pub trait Model: Send + Sync {
         loss
     }
 
+    /// `steps` steps of Polyak momentum gradient descent from `params` with the
+    /// momentum buffer `velocity`: `u <- beta u + ∇L(θ)`, `θ <- θ - lr u` (CFL-MGD's
+    /// LocalUpdate). Returns the loss at the start; non-finite values stop the
+    /// loop as in [`gradient_descent`].
+    #[allow(clippy::too_many_arguments)]
+    fn train_momentum(
+        &self,
+        params: &mut [f32],
+        velocity: &mut [f32],
+        batch: Batch<'_>,
+        lr: f32,
+        beta: f32,
+        steps: usize,
+        ws: &mut Workspace,
+    ) -> f64 {
+        if steps == 0 {
+            return self.loss(params, batch, ws);
+        }
+        let mut grad = std::mem::take(&mut ws.grad);
+        grad.resize(self.num_params(), 0.0);
+        let mut start = f64::NAN;
+        let mut result = None;
+        for step in 0..steps {
+            let loss = self.loss_grad(params, batch, &mut grad, ws);
+            if !loss.is_finite() || !all_finite(&grad) {
+                result = Some(if loss.is_finite() { f64::NAN } else { loss });
+                break;
+            }
+            if step == 0 {
+                start = loss;
+            }
+            for (u, g) in velocity.iter_mut().zip(&grad) {
+                *u = beta * *u + g;
+            }
+            axpy(-lr, velocity, params);
+        }
+        ws.grad = grad;
+        match result {
+            Some(bad) => bad,
+            None if all_finite(params) && all_finite(velocity) => start,
+            None => f64::NAN,
+        }
+    }
+
     /// The IFCA model-averaging client step (LocalUpdate), batched over replicas:
     /// `models` holds replicas of `group` models each. Writes every model's loss
     /// into `losses`, each replica's lowest-loss model index into `chosen`, and

@@ -202,3 +202,41 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod momentum_tests {
+    use crate::LinearRegression;
+    use crate::testutil::{normal, rng};
+    use fedcluster_core::model::gradient_descent;
+    use fedcluster_core::{Batch, Model, Targets, Workspace};
+
+    #[test]
+    fn momentum_zero_is_gradient_descent_and_momentum_converges() {
+        let (n, d) = (40, 4);
+        let mut r = rng(5);
+        let x: Vec<f32> = normal(&mut r, n * d, 1.0);
+        let y: Vec<f32> = x
+            .chunks(d)
+            .map(|row| row.iter().sum::<f32>() * 0.5)
+            .collect();
+        let batch = Batch::new(&x, Targets::Real(&y), d).unwrap();
+        let model = LinearRegression::new(d).unwrap();
+        let mut ws = Workspace::default();
+        let (mut a, mut b, mut u) = (vec![0.0; d], vec![0.0; d], vec![0.0; d]);
+        let mut grad = vec![0.0; d];
+        gradient_descent(&model, &mut a, batch, 0.05, 30, &mut grad, &mut ws);
+        model.train_momentum(&mut b, &mut u, batch, 0.05, 0.0, 30, &mut ws);
+        assert_eq!(a, b);
+        let (mut c, mut v) = (vec![0.0; d], vec![0.0; d]);
+        let start = model.train_momentum(&mut c, &mut v, batch, 0.05, 0.9, 200, &mut ws);
+        let end = model.loss(&c, batch, &mut ws);
+        assert!(
+            end < 1e-6 * start.max(1.0),
+            "momentum GD reached {end} from {start}"
+        );
+        assert!(
+            v.iter().any(|x| *x != 0.0),
+            "the momentum buffer is returned"
+        );
+    }
+}

@@ -39,6 +39,11 @@ pub struct Config {
     /// the clusters and averaged over all clients; only the heads are per cluster.
     #[serde(default)]
     pub weight_sharing: bool,
+    /// Polyak momentum `β` of CFL-MGD (0: plain IFCA): clients update with
+    /// `u <- β u + ∇`, `θ <- θ - γ u`, starting from their cluster's momentum
+    /// buffer, which the server averages per cluster like the models.
+    #[serde(default)]
+    pub momentum: f32,
 }
 
 /// One step size or several swept side by side.
@@ -113,6 +118,18 @@ impl Validate for Config {
         fraction("participation", self.participation)?;
         at_least_one("restarts", self.restarts)?;
         self.init.validate("init")?;
+        if !(0.0..1.0).contains(&self.momentum) {
+            return Err(FieldError::new(
+                "momentum",
+                format!("must lie in [0, 1), got {}", self.momentum),
+            ));
+        }
+        if self.momentum > 0.0 && self.weight_sharing {
+            return Err(FieldError::new(
+                "weight_sharing",
+                "is not supported together with momentum yet",
+            ));
+        }
         Ok(())
     }
 }

@@ -19,6 +19,8 @@ pub struct Down {
     /// Weight sharing: the first `shared` parameters are the same in all `k`
     /// models and cross the wire once per replica (0 without sharing).
     pub shared: usize,
+    /// Momentum (CFL-MGD): the clusters' momentum buffers, laid out like `models`.
+    pub velocities: Option<Arc<Vec<f32>>>,
     /// Stable identity: for each active replica, the cluster whose model is the
     /// only one sent; the client then skips the assignment step.
     pub own: Option<Vec<u32>>,
@@ -40,11 +42,16 @@ impl Message for Down {
             Some(_) => r * ((shared + head) * 4 + 4),
             None => r * (shared + self.k as u64 * head) * 4,
         };
-        models + 4 * r
+        let velocities = if self.velocities.is_some() { models } else { 0 };
+        models + velocities + 4 * r
     }
 
     fn is_finite(&self) -> bool {
         fedcluster_core::params::all_finite(&self.models)
+            && self
+                .velocities
+                .as_ref()
+                .is_none_or(|v| fedcluster_core::params::all_finite(v))
     }
 }
 
@@ -57,8 +64,12 @@ pub struct Up {
     /// Loss at the chosen model per replica; `None` where it or the update was
     /// not finite (the replica diverged on this client).
     pub losses: Vec<Option<f64>>,
-    /// Gradients or models, `replicas x p` values (zeros for a diverged replica).
+    /// Gradients (momentum buffers under CFL-MGD) or models, `replicas x p`
+    /// values (zeros for a diverged replica).
     pub payload: Vec<f32>,
+    /// Model averaging with momentum: the momentum buffers after the local
+    /// update, `replicas x p` values; empty otherwise.
+    pub velocity: Vec<f32>,
     /// Number of local training samples.
     pub samples: usize,
 }
@@ -67,12 +78,13 @@ impl Message for Up {
     fn wire_bytes(&self) -> u64 {
         self.chosen.len() as u64 * 4
             + self.losses.len() as u64 * 8
-            + self.payload.len() as u64 * 4
+            + (self.payload.len() + self.velocity.len()) as u64 * 4
             + 8
     }
 
     fn is_finite(&self) -> bool {
         self.losses.iter().flatten().all(|l| l.is_finite())
             && fedcluster_core::params::all_finite(&self.payload)
+            && fedcluster_core::params::all_finite(&self.velocity)
     }
 }

@@ -25,6 +25,8 @@ pub const DIVERGED_LOSS_GROWTH: f64 = 1e8;
 struct Replica {
     /// `k x p` cluster models.
     models: Vec<f32>,
+    /// `k x p` momentum buffers (CFL-MGD), empty without momentum.
+    velocity: Vec<f32>,
     /// Last known cluster of each client.
     assignment: Vec<Option<usize>>,
     /// Training loss reported in the last round.
@@ -44,6 +46,8 @@ struct RoundState {
     sums: Vec<ModelSums>,
     /// Weight sharing: running weighted sums of the shared layers of all models.
     shared_sums: Vec<ModelSums>,
+    /// Momentum: running weighted sums of the clients' momentum buffers.
+    velocity_sums: Vec<ModelSums>,
     /// Sample-weighted loss sum and sample count.
     loss: Vec<(f64, usize)>,
 }
@@ -81,8 +85,14 @@ impl IfcaServer {
                 if config.weight_sharing {
                     share_first_model(&mut models, p, model.head_start());
                 }
+                let velocity = if config.momentum > 0.0 {
+                    vec![0.0; k * p]
+                } else {
+                    Vec::new()
+                };
                 Replica {
                     models,
+                    velocity,
                     assignment: vec![None; num_clients],
                     train_loss: None,
                     first_loss: None,
@@ -137,6 +147,13 @@ impl ServerHalf for IfcaServer {
             models.extend_from_slice(&self.replicas[r].models);
         }
         let models = Arc::new(models);
+        let velocities = (self.config.momentum > 0.0).then(|| {
+            let mut v = Vec::with_capacity(models.len());
+            for &r in &self.active {
+                v.extend_from_slice(&self.replicas[r].velocity);
+            }
+            Arc::new(v)
+        });
         let lrs = Arc::new(
             self.active
                 .iter()
@@ -152,6 +169,14 @@ impl ServerHalf for IfcaServer {
         self.round
             .shared_sums
             .resize_with(slots, ModelSums::default);
+        self.round
+            .velocity_sums
+            .resize_with(slots, ModelSums::default);
+        if self.config.momentum > 0.0 {
+            for sums in &mut self.round.velocity_sums {
+                sums.reset(self.config.clusters, self.p);
+            }
+        }
         if self.config.aggregation == Aggregation::Model {
             for sums in &mut self.round.sums {
                 sums.reset(self.config.clusters, self.p);
@@ -169,6 +194,7 @@ impl ServerHalf for IfcaServer {
                     k: self.config.clusters,
                     lrs: Arc::clone(&lrs),
                     shared: self.shared,
+                    velocities: velocities.clone(),
                     own: self.own_clusters(id),
                 };
                 (id, down)
@@ -181,6 +207,7 @@ impl ServerHalf for IfcaServer {
         if up.chosen.len() != self.active.len()
             || up.losses.len() != self.active.len()
             || up.payload.len() != self.active.len() * p
+            || !(up.velocity.is_empty() || up.velocity.len() == self.active.len() * p)
             || up.chosen.iter().any(|&c| c as usize >= k)
         {
             return Err(AlgoError::Protocol(format!(
@@ -215,9 +242,17 @@ impl ServerHalf for IfcaServer {
                         &payload[sh..],
                         &mut replica.models[c * p + sh..(c + 1) * p],
                     );
+                    // CFL-MGD option I: the payload is the client's momentum buffer.
+                    if self.config.momentum > 0.0 {
+                        round.velocity_sums[slot].add(c, payload, up.samples as f64);
+                    }
                 }
                 Aggregation::Model => {
                     round.sums[slot].add(c, payload, up.samples as f64);
+                    if self.config.momentum > 0.0 {
+                        let v = &up.velocity[slot * p..(slot + 1) * p];
+                        round.velocity_sums[slot].add(c, v, up.samples as f64);
+                    }
                     if sh > 0 {
                         round.shared_sums[slot].add(0, &payload[..sh], up.samples as f64);
                     }
@@ -247,6 +282,9 @@ impl ServerHalf for IfcaServer {
             }
             if self.shared > 0 {
                 share_first_model(&mut replica.models, self.p, self.shared);
+            }
+            if self.config.momentum > 0.0 {
+                self.round.velocity_sums[slot].finish(&mut replica.velocity);
             }
             let (sum, count) = self.round.loss[slot];
             replica.train_loss = (count > 0).then(|| sum / count as f64);

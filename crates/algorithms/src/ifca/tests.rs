@@ -27,6 +27,7 @@ fn config(aggregation: Aggregation, restarts: usize, stable_rounds: usize) -> Ch
         init: InitScheme::Zeros,
         stable_rounds,
         weight_sharing: false,
+        momentum: 0.0,
     })
     .unwrap()
 }
@@ -44,6 +45,7 @@ fn up(chosen: u32, payload: Vec<f32>) -> Up {
         chosen: vec![chosen],
         losses: vec![Some(1.0)],
         payload,
+        velocity: Vec::new(),
         samples: 10,
     }
 }
@@ -114,6 +116,7 @@ fn a_diverged_replica_is_dropped_and_the_last_one_fails_the_run() {
         chosen: vec![0, 0],
         losses: vec![None, Some(1.0)],
         payload: vec![0.0, 1.0],
+        velocity: Vec::new(),
         samples: 1,
     };
     server.absorb(&ctx(0, 1), vec![(0, reply)]).unwrap();
@@ -126,6 +129,7 @@ fn a_diverged_replica_is_dropped_and_the_last_one_fails_the_run() {
         chosen: vec![0],
         losses: vec![None],
         payload: vec![0.0],
+        velocity: Vec::new(),
         samples: 1,
     };
     let err = server
@@ -155,6 +159,7 @@ fn the_client_picks_the_lowest_loss_model_and_reports_its_gradient() {
         k: 2,
         lrs: Arc::new(vec![0.1]),
         shared: 0,
+        velocities: None,
         own: None,
     };
     let reply = IfcaClient::new(Aggregation::Gradient, 1)
@@ -278,4 +283,85 @@ fn weight_sharing_steps_the_shared_layers_of_every_cluster() {
     for i in sh..p {
         assert!((after[p + i] - (before[p + i] - 0.25)).abs() < 1e-6);
     }
+}
+
+fn momentum_server(aggregation: Aggregation) -> IfcaServer {
+    let model = LinearRegression::new(2).unwrap();
+    let cfg = Checked::new(Config {
+        momentum: 0.5,
+        ..config(aggregation, 1, 0).into_inner()
+    })
+    .unwrap();
+    IfcaServer::new(cfg, &model, 2, 1)
+}
+
+#[test]
+fn momentum_buffers_travel_with_the_models_and_are_averaged_per_cluster() {
+    let mut server = momentum_server(Aggregation::Gradient);
+    let mut rng = stream(1, Purpose::Server, 0, 0);
+    let plan = server.plan(&ctx(0, 2), &mut rng).unwrap();
+    let v = plan[0]
+        .1
+        .velocities
+        .as_ref()
+        .expect("momentum buffers are sent");
+    assert_eq!(v.as_slice(), &[0.0; 4]);
+    // Option I: replies carry u_i; θ_0 -= (0.5 / 2)(u_0 + u_1), u_0 = mean.
+    let replies = vec![(0, up(0, vec![2.0, 0.0])), (1, up(0, vec![0.0, 4.0]))];
+    server.absorb(&ctx(0, 2), replies).unwrap();
+    assert_eq!(server.models(0), &[-0.5, -1.0, 0.0, 0.0]);
+    let plan = server.plan(&ctx(1, 2), &mut rng).unwrap();
+    let v = plan[0].1.velocities.as_ref().unwrap();
+    assert_eq!(
+        v.as_slice(),
+        &[1.0, 2.0, 0.0, 0.0],
+        "cluster 1 received nothing and keeps zero"
+    );
+}
+
+#[test]
+fn the_momentum_client_sends_beta_u_plus_g() {
+    // y = 2x; the model θ = 0 has gradient (2/n) Σ x (0 - 2x) = -2 · 2 · 14 / 3.
+    let x = [1.0f32, 2.0, 3.0];
+    let y = [2.0f32, 4.0, 6.0];
+    let model = LinearRegression::new(1).unwrap();
+    let mut ws = Workspace::default();
+    let mut env = ClientEnv {
+        id: 0,
+        data: Batch::new(&x, Targets::Real(&y), 1).unwrap(),
+        model: &model,
+        rng: stream(1, Purpose::Client, 0, 0),
+        ws: &mut ws,
+    };
+    let down = Down {
+        models: Arc::new(vec![0.0, 100.0]),
+        replicas: 1,
+        k: 2,
+        lrs: Arc::new(vec![0.1]),
+        shared: 0,
+        velocities: Some(Arc::new(vec![10.0, -7.0])),
+        own: None,
+    };
+    let reply = IfcaClient::new(Aggregation::Gradient, 1)
+        .with_momentum(0.5)
+        .handle(&ctx(0, 1), &down, &mut env)
+        .unwrap();
+    assert_eq!(reply.chosen, vec![0]);
+    let g = -2.0 * 2.0 * 14.0 / 3.0;
+    assert!(
+        (reply.payload[0] - (0.5 * 10.0 + g)).abs() < 1e-4,
+        "{:?}",
+        reply.payload
+    );
+    // Without momentum buffers in the message a momentum client refuses.
+    let plain = Down {
+        velocities: None,
+        ..down
+    };
+    assert!(
+        IfcaClient::new(Aggregation::Gradient, 1)
+            .with_momentum(0.5)
+            .handle(&ctx(0, 1), &plain, &mut env)
+            .is_err()
+    );
 }

@@ -1,0 +1,103 @@
+//! CFL-MGD: clustered federated learning based on momentum gradient descent.
+//!
+//! Zhao, Zhang, Qian, Li, Wang, "Clustered Federated Learning Based on Momentum
+//! Gradient Descent" (IFCA with Polyak momentum), Algorithm 1.
+//!
+//! Round protocol (Algorithm 1, lines 2-16):
+//! 1. The server broadcasts the `P` cluster models `χ_p` and their momentum
+//!    buffers `u_p` (initially zero) to the participating clients `M_t`.
+//! 2. Each participant picks `p̂ = argmin_p φ_i(χ_p)` (line 5).
+//! 3. Option I (gradient averaging): it computes `g_i = ∇φ_i(χ_p̂)` and the
+//!    momentum `u_i = β u_p̂ + g_i` and sends `p̂` and `u_i` (lines 8-10).
+//!    Option II (model averaging): LocalUpdate runs `H` steps of
+//!    `u <- β u + ∇φ_i(χ̃)`, `χ̃ <- χ̃ − η u` from `(χ_p̂, u_p̂)` and sends `p̂`, `χ̃_i`
+//!    and `u_i` (lines 12, 19-22).
+//! 4. Option I: `χ_p <- χ_p − (η/|M_t|) Σ_{i in S_p} u_i`; option II: `χ_p <-` the mean
+//!    of the `χ̃_i` of `S_p`. Either way `u_p <-` the mean of the `u_i` of `S_p`,
+//!    sent back with the model next round (lines 15-16). Means are
+//!    sample-weighted (equal to the paper's plain means for equal client sizes).
+//!
+//! The machinery is IFCA's ([`crate::ifca`], with `momentum = β`); this module is
+//! the algorithm's configuration. With `clusters = 1` it is FedAvg with momentum,
+//! the paper's FedAvg baseline.
+
+use serde::{Deserialize, Serialize};
+
+use crate::common::aggregate::Aggregation;
+use crate::common::checked::{FieldError, Validate};
+use crate::common::init::InitScheme;
+use crate::ifca;
+
+/// CFL-MGD parameters.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Number of clusters `P`.
+    pub clusters: usize,
+    /// Option I (`gradient`) or option II (`model`).
+    #[serde(default = "default_aggregation")]
+    pub aggregation: Aggregation,
+    /// Step size `η`.
+    pub lr: f32,
+    /// Momentum coefficient `β`.
+    #[serde(default = "default_momentum")]
+    pub momentum: f32,
+    /// Local steps `H` (model averaging).
+    #[serde(default = "default_local_steps")]
+    pub local_steps: usize,
+    /// Fraction of clients per round.
+    #[serde(default = "default_participation")]
+    pub participation: f64,
+    /// Independent random initialisations run side by side.
+    #[serde(default = "default_restarts")]
+    pub restarts: usize,
+    /// How the initial models are drawn.
+    #[serde(default)]
+    pub init: InitScheme,
+}
+
+fn default_aggregation() -> Aggregation {
+    Aggregation::Model
+}
+fn default_momentum() -> f32 {
+    0.9
+}
+fn default_local_steps() -> usize {
+    10
+}
+fn default_participation() -> f64 {
+    1.0
+}
+fn default_restarts() -> usize {
+    1
+}
+
+impl Config {
+    /// The IFCA configuration that carries CFL-MGD out.
+    pub fn ifca(&self) -> ifca::Config {
+        ifca::Config {
+            clusters: self.clusters,
+            aggregation: self.aggregation,
+            lr: self.lr.into(),
+            local_steps: self.local_steps,
+            participation: self.participation,
+            restarts: self.restarts,
+            init: self.init,
+            stable_rounds: 0,
+            weight_sharing: false,
+            momentum: self.momentum,
+        }
+    }
+}
+
+impl Validate for Config {
+    fn validate(&self) -> Result<(), FieldError> {
+        if !(self.momentum > 0.0 && self.momentum < 1.0) {
+            return Err(FieldError::new(
+                "momentum",
+                format!("must lie in (0, 1), got {}", self.momentum),
+            ));
+        }
+        self.ifca().validate()
+    }
+}
