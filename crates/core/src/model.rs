@@ -197,33 +197,13 @@ pub trait Model: Send + Sync {
         steps: usize,
         ws: &mut Workspace,
     ) -> f64 {
-        if steps == 0 {
-            return self.loss(params, batch, ws);
-        }
         let mut grad = std::mem::take(&mut ws.grad);
         grad.resize(self.num_params(), 0.0);
-        let mut start = f64::NAN;
-        let mut result = None;
-        for step in 0..steps {
-            let loss = self.loss_grad(params, batch, &mut grad, ws);
-            if !loss.is_finite() || !all_finite(&grad) {
-                result = Some(if loss.is_finite() { f64::NAN } else { loss });
-                break;
-            }
-            if step == 0 {
-                start = loss;
-            }
-            for (u, g) in velocity.iter_mut().zip(&grad) {
-                *u = beta * *u + g;
-            }
-            axpy(-lr, velocity, params);
-        }
+        let loss = momentum_descent(
+            self, params, velocity, batch, lr, beta, steps, &mut grad, ws,
+        );
         ws.grad = grad;
-        match result {
-            Some(bad) => bad,
-            None if all_finite(params) && all_finite(velocity) => start,
-            None => f64::NAN,
-        }
+        loss
     }
 
     /// The IFCA model-averaging client step (LocalUpdate), batched over replicas:
@@ -332,4 +312,47 @@ pub fn gradient_descent<M: Model + ?Sized>(
         axpy(-lr, grad, params);
     }
     if all_finite(params) { start } else { f64::NAN }
+}
+
+/// `steps` steps of Polyak momentum gradient descent, `u <- beta u + ∇L(θ)`,
+/// `θ <- θ - lr u`, with `grad` as scratch: the plain loop behind
+/// [`Model::train_momentum`]. Returns the loss at the start; non-finite values
+/// stop the loop as in [`gradient_descent`].
+#[allow(clippy::too_many_arguments)]
+pub fn momentum_descent<M: Model + ?Sized>(
+    model: &M,
+    params: &mut [f32],
+    velocity: &mut [f32],
+    batch: Batch<'_>,
+    lr: f32,
+    beta: f32,
+    steps: usize,
+    grad: &mut [f32],
+    ws: &mut Workspace,
+) -> f64 {
+    if steps == 0 {
+        return model.loss(params, batch, ws);
+    }
+    let mut start = f64::NAN;
+    for step in 0..steps {
+        let loss = model.loss_grad(params, batch, grad, ws);
+        if !loss.is_finite() {
+            return loss;
+        }
+        if !all_finite(grad) {
+            return f64::NAN;
+        }
+        if step == 0 {
+            start = loss;
+        }
+        for (u, g) in velocity.iter_mut().zip(grad.iter()) {
+            *u = beta * *u + g;
+        }
+        axpy(-lr, velocity, params);
+    }
+    if all_finite(params) && all_finite(velocity) {
+        start
+    } else {
+        f64::NAN
+    }
 }

@@ -21,6 +21,7 @@ use crate::logistic::{bias_grad, sample_loss, softmax_minus_onehot};
 use crate::{ModelError, Result, TargetKind, fits, inv_len};
 
 mod kernel;
+mod momentum;
 
 /// One-hidden-layer ReLU network with a softmax output.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -250,6 +251,21 @@ impl Model for Mlp {
         ws: &mut Workspace,
     ) -> f64 {
         self.train_in_kernel_space(params, batch, lr, steps, ws)
+    }
+
+    /// Momentum local training in the kernel space of the batch (see [`momentum`]).
+    #[allow(clippy::too_many_arguments)]
+    fn train_momentum(
+        &self,
+        params: &mut [f32],
+        velocity: &mut [f32],
+        batch: Batch<'_>,
+        lr: f32,
+        beta: f32,
+        steps: usize,
+        ws: &mut Workspace,
+    ) -> f64 {
+        self.train_momentum_in_kernel_space(params, velocity, batch, lr, beta, steps, ws)
     }
 
     /// Evaluates every model from its first-layer projection and trains each
