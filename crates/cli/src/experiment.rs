@@ -198,6 +198,7 @@ impl Driver<'_> {
         let truth = Truth {
             clusters: self.data.truth.clusters,
             labels: &self.data.truth.train_labels,
+            test_labels: &self.data.truth.test_labels,
             params: self.data.truth.params.as_deref(),
         };
         let test = TestSet {

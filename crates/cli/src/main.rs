@@ -241,6 +241,7 @@ fn run(
         vec!["train loss".into(), metric(f.train_loss)],
         vec!["param error".into(), metric(f.param_error)],
         vec!["misclustering".into(), metric(f.misclustering)],
+        vec!["test misclustering".into(), metric(f.test_misclustering)],
         vec!["test loss".into(), metric(f.test_loss)],
         vec!["test accuracy".into(), metric(f.test_accuracy)],
         vec![

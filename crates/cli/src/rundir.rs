@@ -32,6 +32,8 @@ pub struct Final {
     pub test_accuracy: Option<f64>,
     /// Test loss.
     pub test_loss: Option<f64>,
+    /// Fraction of test clients that picked another cluster's model.
+    pub test_misclustering: Option<f64>,
 }
 
 /// Final metrics of one replica.
@@ -106,6 +108,7 @@ impl Summary {
                 misclustering: last.and_then(|r| r.misclustering),
                 test_accuracy: last.and_then(|r| r.test_accuracy),
                 test_loss: last.and_then(|r| r.test_loss),
+                test_misclustering: last.and_then(|r| r.test_misclustering),
             },
             replicas: outcome
                 .final_records()
@@ -135,20 +138,21 @@ pub fn metrics_csv<'a>(
     if with_replica {
         out.push_str("replica,");
     }
-    out.push_str("round,train_loss,param_error,misclustering,test_loss,test_accuracy,participants,bytes_down,bytes_up,diverged\n");
+    out.push_str("round,train_loss,param_error,misclustering,test_loss,test_accuracy,test_misclustering,participants,bytes_down,bytes_up,diverged\n");
     for r in records {
         if with_replica {
             let _ = write!(out, "{},", r.replica);
         }
         let _ = writeln!(
             out,
-            "{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{}",
             r.round,
             opt(r.train_loss),
             opt(r.param_error),
             opt(r.misclustering),
             opt(r.test_loss),
             opt(r.test_accuracy),
+            opt(r.test_misclustering),
             r.participants,
             r.bytes_down,
             r.bytes_up,

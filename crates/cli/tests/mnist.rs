@@ -42,6 +42,8 @@ fn ifca_with_an_mlp_runs_on_rotated_mnist() {
     let acc = r.test_accuracy.expect("classification reports accuracy");
     assert!(acc > 0.2 && acc <= 1.0, "test accuracy {acc}");
     assert!(r.misclustering.is_some());
+    let identity = r.test_misclustering.expect("test clients pick models");
+    assert!((0.0..=1.0).contains(&identity));
     assert!(r.train_loss.unwrap().is_finite());
 }
 

@@ -18,6 +18,8 @@ pub struct Truth<'a> {
     pub clusters: usize,
     /// True cluster of each training client.
     pub labels: &'a [usize],
+    /// True cluster of each test client.
+    pub test_labels: &'a [usize],
     /// True cluster parameters, where the data are synthetic.
     pub params: Option<&'a [Vec<f32>]>,
 }
@@ -50,6 +52,9 @@ pub struct RoundRecord {
     pub test_loss: Option<f64>,
     /// Test accuracy (classification only).
     pub test_accuracy: Option<f64>,
+    /// Fraction of test clients whose lowest-loss model is not their cluster's,
+    /// under the best one-to-one matching of models to clusters.
+    pub test_misclustering: Option<f64>,
     /// Clients that took part.
     pub participants: usize,
     /// Bytes sent down this round.
@@ -75,9 +80,22 @@ pub fn records(
         .iter()
         .enumerate()
         .map(|(r, view)| {
-            let (test_loss, test_accuracy) = match test {
-                Some(t) if !view.diverged && !view.models.is_empty() => evaluate(view, t),
-                _ => (None, None),
+            let (test_loss, test_accuracy, test_misclustering) = match test {
+                Some(t) if !view.diverged && !view.models.is_empty() => {
+                    let e = evaluate(view, t);
+                    let identity = (view.models.len() > 1 && !is_local(view))
+                        .then(|| {
+                            misclustering(
+                                &e.chosen,
+                                view.models.len(),
+                                truth.test_labels,
+                                truth.clusters,
+                            )
+                        })
+                        .flatten();
+                    (e.loss, e.accuracy, identity)
+                }
+                _ => (None, None, None),
             };
             RoundRecord {
                 round: event.round,
@@ -87,6 +105,7 @@ pub fn records(
                 misclustering: cluster_error(view, truth),
                 test_loss,
                 test_accuracy,
+                test_misclustering,
                 participants: event.participants,
                 bytes_down: event.bytes_down,
                 bytes_up: event.bytes_up,
@@ -130,35 +149,53 @@ fn cluster_error(view: &ReplicaView<'_>, truth: &Truth<'_>) -> Option<f64> {
     )
 }
 
-/// Mean test loss and accuracy (sample-weighted) of one replica.
-fn evaluate(view: &ReplicaView<'_>, test: &TestSet<'_>) -> (Option<f64>, Option<f64>) {
+/// What the test clients make of one replica.
+struct Evaluation {
+    /// Sample-weighted mean test loss.
+    loss: Option<f64>,
+    /// Sample-weighted test accuracy (classification).
+    accuracy: Option<f64>,
+    /// The model each test client picked.
+    chosen: Vec<Option<usize>>,
+}
+
+/// Mean test loss and accuracy (sample-weighted) of one replica, and the model
+/// each test client picked.
+fn evaluate(view: &ReplicaView<'_>, test: &TestSet<'_>) -> Evaluation {
     let local = is_local(view);
-    let per_client: Vec<(f64, Option<usize>, usize)> = test
+    let per_client: Vec<(f64, Option<usize>, usize, usize)> = test
         .clients
         .par_iter()
         .enumerate()
         .map_init(Workspace::default, |ws, (i, batch)| {
-            let params = if local {
-                view.models[i.min(view.models.len() - 1)]
+            let pick = if local {
+                i.min(view.models.len() - 1)
             } else {
                 let losses: Vec<f64> = view
                     .models
                     .iter()
                     .map(|m| test.model.loss(m, *batch, ws))
                     .collect();
-                view.models[argmin_f64(&losses)]
+                argmin_f64(&losses)
             };
+            let params = view.models[pick];
             let loss = test.model.loss(params, *batch, ws);
             (
                 loss,
                 test.model.count_correct(params, *batch, ws),
                 batch.len(),
+                pick,
             )
         })
         .collect();
+    let chosen = per_client.iter().map(|c| Some(c.3)).collect();
     let samples: usize = per_client.iter().map(|c| c.2).sum();
     if samples == 0 {
-        return (None, None);
+        return Evaluation {
+            loss: None,
+            accuracy: None,
+            chosen,
+        };
     }
     let loss = per_client.iter().map(|c| c.0 * c.2 as f64).sum::<f64>() / samples as f64;
     let accuracy = per_client
@@ -166,5 +203,9 @@ fn evaluate(view: &ReplicaView<'_>, test: &TestSet<'_>) -> (Option<f64>, Option<
         .map(|c| c.1.map(|k| k as f64))
         .sum::<Option<f64>>()
         .map(|correct| correct / samples as f64);
-    (Some(loss), accuracy)
+    Evaluation {
+        loss: Some(loss),
+        accuracy,
+        chosen,
+    }
 }
