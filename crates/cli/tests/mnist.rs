@@ -80,3 +80,15 @@ fn a_missing_data_dir_is_named_and_the_flag_supplies_it() {
     );
     assert!(dir.join("run/summary.json").exists());
 }
+
+#[test]
+fn local_models_are_scored_on_their_clusters_test_data() {
+    let cfg = config(Some(MNIST_DIR)).replace(
+        "name = \"ifca\"\nclusters = 2\naggregation = \"model\"\nlr = 0.1\nlocal_steps = 5",
+        "name = \"local\"\nlr = 0.1\nlocal_steps = 20",
+    );
+    let r = last(&check(&cfg, &[]));
+    let acc = r.test_accuracy.expect("local reports accuracy");
+    assert!(acc > 0.2 && acc <= 1.0, "local test accuracy {acc}");
+    assert_eq!(r.test_misclustering, None);
+}

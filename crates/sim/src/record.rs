@@ -25,8 +25,10 @@ pub struct Truth<'a> {
 }
 
 /// Held-out test clients. Test client `i` is evaluated with the model that has
-/// the lowest loss on its own data (IFCA paper, Section VI-B), except under local
-/// training, where it uses the model of training client `i`.
+/// the lowest loss on its own data (IFCA paper, Section VI-B). Under local
+/// training each client's model is evaluated on all test data of its true
+/// cluster and the accuracies (losses) are averaged over the models, as in the
+/// IFCA paper's public code.
 #[derive(Clone, Copy)]
 pub struct TestSet<'a> {
     /// The model architecture.
@@ -81,6 +83,10 @@ pub fn records(
         .enumerate()
         .map(|(r, view)| {
             let (test_loss, test_accuracy, test_misclustering) = match test {
+                Some(t) if !view.diverged && !view.models.is_empty() && is_local(view) => {
+                    let (loss, accuracy) = evaluate_local(view, t, truth);
+                    (loss, accuracy, None)
+                }
                 Some(t) if !view.diverged && !view.models.is_empty() => {
                     let e = evaluate(view, t);
                     let identity = (view.models.len() > 1 && !is_local(view))
@@ -162,22 +168,16 @@ struct Evaluation {
 /// Mean test loss and accuracy (sample-weighted) of one replica, and the model
 /// each test client picked.
 fn evaluate(view: &ReplicaView<'_>, test: &TestSet<'_>) -> Evaluation {
-    let local = is_local(view);
     let per_client: Vec<(f64, Option<usize>, usize, usize)> = test
         .clients
         .par_iter()
-        .enumerate()
-        .map_init(Workspace::default, |ws, (i, batch)| {
-            let pick = if local {
-                i.min(view.models.len() - 1)
-            } else {
-                let losses: Vec<f64> = view
-                    .models
-                    .iter()
-                    .map(|m| test.model.loss(m, *batch, ws))
-                    .collect();
-                argmin_f64(&losses)
-            };
+        .map_init(Workspace::default, |ws, batch| {
+            let losses: Vec<f64> = view
+                .models
+                .iter()
+                .map(|m| test.model.loss(m, *batch, ws))
+                .collect();
+            let pick = argmin_f64(&losses);
             let params = view.models[pick];
             let loss = test.model.loss(params, *batch, ws);
             (
@@ -208,4 +208,52 @@ fn evaluate(view: &ReplicaView<'_>, test: &TestSet<'_>) -> Evaluation {
         accuracy,
         chosen,
     }
+}
+
+/// Local training: model `i` on every test client of training client `i`'s true
+/// cluster; mean over the models of their sample-weighted test loss and accuracy.
+fn evaluate_local(
+    view: &ReplicaView<'_>,
+    test: &TestSet<'_>,
+    truth: &Truth<'_>,
+) -> (Option<f64>, Option<f64>) {
+    let per_model: Vec<Option<(f64, Option<f64>)>> = view
+        .models
+        .par_iter()
+        .enumerate()
+        .map_init(Workspace::default, |ws, (i, params)| {
+            let cluster = *truth.labels.get(i)?;
+            let (mut loss, mut correct, mut samples) = (0.0, Some(0usize), 0usize);
+            for (batch, _) in test
+                .clients
+                .iter()
+                .zip(truth.test_labels)
+                .filter(|(_, l)| **l == cluster)
+            {
+                loss += test.model.loss(params, *batch, ws) * batch.len() as f64;
+                correct = correct
+                    .zip(test.model.count_correct(params, *batch, ws))
+                    .map(|(a, b)| a + b);
+                samples += batch.len();
+            }
+            (samples > 0).then(|| {
+                (
+                    loss / samples as f64,
+                    correct.map(|c| c as f64 / samples as f64),
+                )
+            })
+        })
+        .collect();
+    let scored: Vec<(f64, Option<f64>)> = per_model.into_iter().flatten().collect();
+    if scored.is_empty() {
+        return (None, None);
+    }
+    let n = scored.len() as f64;
+    let loss = scored.iter().map(|s| s.0).sum::<f64>() / n;
+    let accuracy = scored
+        .iter()
+        .map(|s| s.1)
+        .sum::<Option<f64>>()
+        .map(|a| a / n);
+    (Some(loss), accuracy)
 }
