@@ -11,7 +11,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use fedcluster_cli::bench::{BENCHMARKS, BenchOptions, CORE_PEAK_GFLOPS, run_bench};
 use fedcluster_cli::config::{DEFAULT_CONFIG, RunConfig};
 use fedcluster_cli::experiment::{build_data, execute};
-use fedcluster_cli::reproduce::{EXPERIMENTS, ifca_success};
+use fedcluster_cli::reproduce::{EXPERIMENTS, ifca_success, mnist};
 use fedcluster_cli::rundir::{RunDir, write_run};
 use fedcluster_cli::table::{metric, render};
 
@@ -89,6 +89,15 @@ enum Command {
         /// code does (`entries`, θ* in {0, R}^d) or as its text says (`norm`, ‖θ*‖ = R).
         #[arg(long, value_enum, default_value_t = Scale::Entries)]
         truth_scale: Scale,
+        /// MNIST reproductions: seeds per method and size (default 3).
+        #[arg(long)]
+        seeds: Option<usize>,
+        /// A smoke run: a few rounds, one seed.
+        #[arg(long)]
+        quick: bool,
+        /// Directory of the real data set's files (MNIST reproductions).
+        #[arg(long)]
+        data_dir: Option<PathBuf>,
     },
     /// Time the hot path of an algorithm and report achieved GFLOP/s.
     Bench {
@@ -145,7 +154,16 @@ impl Command {
                 out,
                 threads,
                 truth_scale,
-            } => reproduce(&name, trials, full, rounds, out, threads, truth_scale),
+                seeds,
+                quick,
+                data_dir,
+            } => {
+                if matches!(name.as_str(), "ifca-rotated-mnist" | "cflmgd-rotated-mnist") {
+                    reproduce_mnist(&name, seeds, rounds, quick, data_dir, out, threads)
+                } else {
+                    reproduce(&name, trials, full, rounds, out, threads, truth_scale)
+                }
+            }
             Command::Bench {
                 name,
                 rounds,
@@ -316,6 +334,40 @@ fn reproduce(
                 .join(", ")
         ),
     }
+}
+
+fn reproduce_mnist(
+    name: &str,
+    seeds: Option<usize>,
+    rounds: Option<usize>,
+    quick: bool,
+    data_dir: Option<PathBuf>,
+    out: Option<PathBuf>,
+    threads: usize,
+) -> Result<()> {
+    let data_dir = data_dir.context(
+        "MNIST reproductions read the IDX files: pass --data-dir DIR (e.g. ../shared/data/mnist)",
+    )?;
+    let mut options = if quick {
+        mnist::Options::quick(data_dir, threads)
+    } else {
+        mnist::Options::full(data_dir, threads)
+    };
+    if let Some(s) = seeds {
+        options.seeds = s.max(1);
+    }
+    if let Some(r) = rounds {
+        options.rounds = r.max(1);
+    }
+    let experiment = match name {
+        "ifca-rotated-mnist" => &mnist::IFCA_ROTATED_MNIST,
+        _ => &mnist::CFLMGD_ROTATED_MNIST,
+    };
+    let out = out.unwrap_or_else(|| PathBuf::from("runs/reproduce").join(name));
+    let table = mnist::reproduce(experiment, &options, &out)?;
+    print!("{table}");
+    println!("report: {}", out.join("report.md").display());
+    Ok(())
 }
 
 fn bench(name: &str, rounds: usize, threads: usize, data_dir: Option<PathBuf>) -> Result<()> {

@@ -2,9 +2,20 @@
 //! report with the paper's result beside ours.
 
 pub mod ifca_success;
+pub mod mnist;
 
 /// Reproductions that `fedcluster reproduce` knows, with a one-line description.
-pub const EXPERIMENTS: &[(&str, &str)] = &[(
-    "ifca-synthetic-success",
-    "IFCA paper Fig. 3(a): success probability over (sigma, R), m=100, n=100, d=1000, k=2",
-)];
+pub const EXPERIMENTS: &[(&str, &str)] = &[
+    (
+        "ifca-synthetic-success",
+        "IFCA paper Fig. 3(a): success probability over (sigma, R), m=100, n=100, d=1000, k=2",
+    ),
+    (
+        "ifca-rotated-mnist",
+        "IFCA paper Table I: IFCA, global, local on rotated MNIST, (m, n) in {(4800, 50), (2400, 100), (1200, 200)}",
+    ),
+    (
+        "cflmgd-rotated-mnist",
+        "CFL-MGD paper Table 2: CFL-MGD, IFCA, FedAvg (+ momentum) on rotated MNIST, (2400, 100)",
+    ),
+];
