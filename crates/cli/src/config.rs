@@ -62,10 +62,44 @@ pub enum ModelConfig {
         #[serde(default = "default_hidden")]
         hidden: usize,
     },
+    /// Two convolutions with ReLU and 2x2 max-pooling, a dense ReLU layer and a
+    /// softmax output, on square channels-last images (the IFCA paper's CNN).
+    Cnn {
+        /// Image channels (the side is inferred from the data's dimension).
+        #[serde(default = "default_channels")]
+        channels: usize,
+        /// Kernel side.
+        #[serde(default = "default_kernel")]
+        kernel: usize,
+        /// Channels of the first convolution.
+        #[serde(default = "default_conv1")]
+        conv1: usize,
+        /// Channels of the second convolution.
+        #[serde(default = "default_conv2")]
+        conv2: usize,
+        /// Units of the dense layer.
+        #[serde(default = "default_dense")]
+        hidden: usize,
+    },
 }
 
 fn default_hidden() -> usize {
     200
+}
+fn default_channels() -> usize {
+    1
+}
+fn default_kernel() -> usize {
+    5
+}
+fn default_conv1() -> usize {
+    32
+}
+fn default_conv2() -> usize {
+    64
+}
+fn default_dense() -> usize {
+    512
 }
 
 /// Algorithms, chosen by `name`.

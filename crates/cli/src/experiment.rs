@@ -8,7 +8,7 @@ use anyhow::{Context, Result, bail};
 use fedcluster_algorithms::{fedavg, ifca, local, oneshot, oracle};
 use fedcluster_core::{Batch, ClientHalf, Model, ServerHalf};
 use fedcluster_data::{FederatedData, Task};
-use fedcluster_models::{LinearRegression, LogisticRegression, Mlp};
+use fedcluster_models::{Cnn, LinearRegression, LogisticRegression, Mlp};
 use fedcluster_sim::record::{RoundRecord, TestSet, Truth, records};
 use fedcluster_sim::{InProcess, run};
 
@@ -77,6 +77,39 @@ pub fn build_model(config: &RunConfig, data: &FederatedData) -> Result<Box<dyn M
         }
         (ModelConfig::Mlp { hidden }, Task::Classification { classes }) => {
             Box::new(Mlp::new(data.dim, hidden, *classes)?)
+        }
+        (
+            ModelConfig::Cnn {
+                channels,
+                kernel,
+                conv1,
+                conv2,
+                hidden,
+            },
+            Task::Classification { classes },
+        ) => {
+            let pixels = data.dim / channels.max(1);
+            let side = (pixels as f64).sqrt().round() as usize;
+            if side * side * channels != data.dim {
+                bail!(
+                    "field `model.channels`: {} features are not square images of {channels} channel(s)",
+                    data.dim
+                );
+            }
+            let shape = Cnn {
+                height: side,
+                width: side,
+                channels,
+                kernel,
+                conv1,
+                conv2,
+                hidden,
+                classes: *classes,
+            };
+            Box::new(Cnn::new(shape).map_err(|e| anyhow::anyhow!("field `model`: {e}"))?)
+        }
+        (ModelConfig::Cnn { .. }, _) => {
+            bail!("field `model.kind`: `cnn` needs a classification data set")
         }
         (ModelConfig::Linear, _) => {
             bail!("field `model.kind`: `linear` needs a regression data set")

@@ -92,3 +92,23 @@ fn local_models_are_scored_on_their_clusters_test_data() {
     assert!(acc > 0.2 && acc <= 1.0, "local test accuracy {acc}");
     assert_eq!(r.test_misclustering, None);
 }
+
+#[test]
+fn ifca_with_the_papers_cnn_runs_on_mnist() {
+    let cfg = config(Some(MNIST_DIR))
+        .replace("rounds = 5", "rounds = 2")
+        .replace(
+            "clients = 8\npoints_per_client = 100",
+            "clients = 4\npoints_per_client = 20",
+        )
+        .replace("test_clients = 4", "test_clients = 2")
+        .replace(
+            "kind = \"mlp\"\nhidden = 32",
+            "kind = \"cnn\"\nconv1 = 4\nconv2 = 8\nhidden = 16",
+        )
+        .replace("local_steps = 5", "local_steps = 2");
+    let r = last(&check(&cfg, &[]));
+    let acc = r.test_accuracy.expect("classification reports accuracy");
+    assert!((0.0..=1.0).contains(&acc));
+    assert!(r.train_loss.unwrap().is_finite());
+}

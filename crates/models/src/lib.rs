@@ -12,6 +12,7 @@
 //! not validated never makes a model panic: mismatched targets or shapes give a NaN
 //! loss and a NaN gradient, which the caller's divergence check catches.
 
+pub mod cnn;
 pub mod error;
 pub mod gradcheck;
 pub mod init;
@@ -20,6 +21,7 @@ pub mod local;
 pub mod logistic;
 pub mod mlp;
 
+pub use cnn::Cnn;
 pub use error::{ModelError, Result};
 pub use linear::LinearRegression;
 pub use logistic::LogisticRegression;

@@ -1,0 +1,475 @@
+//! A convolutional network: two `k x k` convolutions (valid padding, stride 1),
+//! each followed by ReLU and 2x2 max-pooling, then a ReLU dense layer and a
+//! softmax output (the IFCA paper's CNN: 5x5 convolutions of 32 and 64 channels,
+//! dense 512, 10 classes).
+//!
+//! Images are channels-last (`height x width x channels`, MNIST's 28x28 is
+//! 28x28x1). A convolution is `im2col` then one GEMM over every position of every
+//! image in the batch: patches are rows of `(ky, kx, c)` values, filters rows of
+//! the same layout, so `Z = cols · Wᵀ + b` has one row per position and one column
+//! per output channel, which is channels-last again.
+//!
+//! Parameters, back to back: conv1 `W` (`c1 x k·k·in`) and `b` (`c1`), conv2 `W`
+//! (`c2 x k·k·c1`) and `b`, dense `W` (`hidden x flat`) and `b`, output `W`
+//! (`classes x hidden`) and `b`; all initialised like PyTorch (`U(±1/√fan_in)`).
+
+use fedcluster_core::linalg::{MatMut, MatRef, matmul};
+use fedcluster_core::{Batch, Model, Rng, Targets, Workspace};
+
+use crate::init::uniform_fan_in;
+use crate::logistic::{bias_grad, sample_loss, softmax_minus_onehot};
+use crate::{ModelError, Result, TargetKind, fits, inv_len};
+
+mod layers;
+#[cfg(test)]
+mod tests;
+
+use layers::{Conv, col2im, im2col, pool_backward, pool_forward};
+
+/// The network's shape.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Cnn {
+    /// Input height.
+    pub height: usize,
+    /// Input width.
+    pub width: usize,
+    /// Input channels.
+    pub channels: usize,
+    /// Convolution kernel side.
+    pub kernel: usize,
+    /// Channels of the first convolution.
+    pub conv1: usize,
+    /// Channels of the second convolution.
+    pub conv2: usize,
+    /// Units of the dense layer.
+    pub hidden: usize,
+    /// Output classes.
+    pub classes: usize,
+}
+
+/// Offsets of the parameter blocks.
+struct Layout {
+    b1: usize,
+    w2: usize,
+    b2: usize,
+    w3: usize,
+    b3: usize,
+    w4: usize,
+    b4: usize,
+    end: usize,
+}
+
+impl Cnn {
+    /// The IFCA paper's CNN for `height x width x channels` images.
+    pub fn paper(height: usize, width: usize, channels: usize, classes: usize) -> Result<Self> {
+        Self::new(Cnn {
+            height,
+            width,
+            channels,
+            kernel: 5,
+            conv1: 32,
+            conv2: 64,
+            hidden: 512,
+            classes,
+        })
+    }
+
+    /// Checks a shape: every size at least 1, at least 2 classes, and images
+    /// large enough for both convolutions and poolings.
+    pub fn new(shape: Cnn) -> Result<Self> {
+        let bad = |why: &str| {
+            Err(ModelError::Invalid {
+                model: "cnn",
+                why: why.into(),
+            })
+        };
+        let s = shape;
+        if [
+            s.height, s.width, s.channels, s.kernel, s.conv1, s.conv2, s.hidden,
+        ]
+        .contains(&0)
+        {
+            return bad("every size must be at least 1");
+        }
+        if s.classes < 2 {
+            return bad("classes must be at least 2");
+        }
+        let (h2, w2) = s.second_conv_out();
+        if h2 < 2 || w2 < 2 || s.height < s.kernel || s.width < s.kernel {
+            return bad("images are too small for two convolutions and poolings");
+        }
+        Ok(shape)
+    }
+
+    fn conv1_out(&self) -> (usize, usize) {
+        (
+            (self.height + 1).saturating_sub(self.kernel),
+            (self.width + 1).saturating_sub(self.kernel),
+        )
+    }
+
+    fn second_conv_out(&self) -> (usize, usize) {
+        let (h, w) = self.conv1_out();
+        (
+            (h / 2 + 1).saturating_sub(self.kernel),
+            (w / 2 + 1).saturating_sub(self.kernel),
+        )
+    }
+
+    fn convs(&self) -> (Conv, Conv) {
+        let (h1, w1) = self.conv1_out();
+        let first = Conv {
+            in_h: self.height,
+            in_w: self.width,
+            in_c: self.channels,
+            k: self.kernel,
+            out_h: h1,
+            out_w: w1,
+        };
+        let (h2, w2) = self.second_conv_out();
+        let second = Conv {
+            in_h: h1 / 2,
+            in_w: w1 / 2,
+            in_c: self.conv1,
+            k: self.kernel,
+            out_h: h2,
+            out_w: w2,
+        };
+        (first, second)
+    }
+
+    /// Length of the flattened second pooling output.
+    fn flat(&self) -> usize {
+        let (h2, w2) = self.second_conv_out();
+        (h2 / 2) * (w2 / 2) * self.conv2
+    }
+
+    fn layout(&self) -> Layout {
+        let (c1, c2) = self.convs();
+        let b1 = self.conv1 * c1.patch();
+        let w2 = b1 + self.conv1;
+        let b2 = w2 + self.conv2 * c2.patch();
+        let w3 = b2 + self.conv2;
+        let b3 = w3 + self.hidden * self.flat();
+        let w4 = b3 + self.hidden;
+        let b4 = w4 + self.classes * self.hidden;
+        Layout {
+            b1,
+            w2,
+            b2,
+            w3,
+            b3,
+            w4,
+            b4,
+            end: b4 + self.classes,
+        }
+    }
+
+    /// The CNN trains on class indices below `classes`.
+    pub fn target_kind(&self) -> TargetKind {
+        TargetKind::Class {
+            classes: self.classes,
+        }
+    }
+
+    fn targets<'a>(&self, batch: Batch<'a>) -> Option<&'a [u32]> {
+        match batch.y {
+            Targets::Class(y) if fits(batch, self.height * self.width * self.channels) => Some(y),
+            _ => None,
+        }
+    }
+}
+
+/// `z (rows x cols) += bias` per column, then ReLU in place.
+fn bias_relu(z: &mut [f32], bias: &[f32]) {
+    for row in z.chunks_exact_mut(bias.len()) {
+        for (v, b) in row.iter_mut().zip(bias) {
+            *v = (*v + b).max(0.0);
+        }
+    }
+}
+
+/// `z (rows x cols) = a · Wᵀ (+ accumulate)` for `w` (`cols x inner`).
+fn dense(z: &mut [f32], a: &[f32], w: &[f32], inner: usize) {
+    let cols = w.len() / inner;
+    let rows = a.len() / inner;
+    matmul(
+        MatMut::row_major(z, rows, cols),
+        MatRef::row_major(a, rows, inner),
+        MatRef::row_major(w, cols, inner).t(),
+        false,
+        1.0,
+    );
+}
+
+/// Buffers of one forward pass, kept for the backward pass.
+struct Forward<'a> {
+    cols1: &'a mut [f32],
+    a1: &'a mut [f32],
+    p1: &'a mut [f32],
+    idx1: &'a mut [f32],
+    cols2: &'a mut [f32],
+    a2: &'a mut [f32],
+    p2: &'a mut [f32],
+    idx2: &'a mut [f32],
+    h: &'a mut [f32],
+    z: &'a mut [f32],
+}
+
+impl Cnn {
+    fn buffer_lens(&self, n: usize) -> [usize; 10] {
+        let (c1, c2) = self.convs();
+        let pos1 = c1.out_h * c1.out_w;
+        let pos2 = c2.out_h * c2.out_w;
+        let pooled1 = c2.in_h * c2.in_w * self.conv1;
+        [
+            n * pos1 * c1.patch(),
+            n * pos1 * self.conv1,
+            n * pooled1,
+            n * pooled1,
+            n * pos2 * c2.patch(),
+            n * pos2 * self.conv2,
+            n * self.flat(),
+            n * self.flat(),
+            n * self.hidden,
+            n * self.classes,
+        ]
+    }
+
+    fn forward(&self, params: &[f32], x: &[f32], n: usize, f: &mut Forward<'_>) {
+        let l = self.layout();
+        let (c1, c2) = self.convs();
+        im2col(&c1, x, n, f.cols1);
+        dense(f.a1, f.cols1, &params[..l.b1], c1.patch());
+        bias_relu(f.a1, &params[l.b1..l.w2]);
+        pool_forward(c1.out_h, c1.out_w, self.conv1, n, f.a1, f.p1, f.idx1);
+        im2col(&c2, f.p1, n, f.cols2);
+        dense(f.a2, f.cols2, &params[l.w2..l.b2], c2.patch());
+        bias_relu(f.a2, &params[l.b2..l.w3]);
+        pool_forward(c2.out_h, c2.out_w, self.conv2, n, f.a2, f.p2, f.idx2);
+        dense(f.h, f.p2, &params[l.w3..l.b3], self.flat());
+        bias_relu(f.h, &params[l.b3..l.w4]);
+        dense(f.z, f.h, &params[l.w4..l.b4], self.hidden);
+        for row in f.z.chunks_exact_mut(self.classes) {
+            for (v, b) in row.iter_mut().zip(&params[l.b4..l.end]) {
+                *v += b;
+            }
+        }
+    }
+}
+
+/// `g (rows_out x inner) = scale · dᵀ a` for `d` (`n x rows_out`), `a` (`n x inner`).
+fn weight_grad(g: &mut [f32], d: &[f32], a: &[f32], n: usize, scale: f32) {
+    let rows_out = d.len() / n.max(1);
+    let inner = a.len() / n.max(1);
+    matmul(
+        MatMut::row_major(g, rows_out, inner),
+        MatRef::row_major(d, n, rows_out).t(),
+        MatRef::row_major(a, n, inner),
+        false,
+        scale,
+    );
+}
+
+/// `da (n x inner) = d · W` for `d` (`n x rows_out`) and `w` (`rows_out x inner`).
+fn input_grad(da: &mut [f32], d: &[f32], w: &[f32], n: usize) {
+    let rows_out = d.len() / n.max(1);
+    let inner = w.len() / rows_out.max(1);
+    matmul(
+        MatMut::row_major(da, n, inner),
+        MatRef::row_major(d, n, rows_out),
+        MatRef::row_major(w, rows_out, inner),
+        false,
+        1.0,
+    );
+}
+
+/// Zeroes `d` where the ReLU output `a` is not positive.
+fn relu_backward(d: &mut [f32], a: &[f32]) {
+    for (g, v) in d.iter_mut().zip(a) {
+        if *v <= 0.0 {
+            *g = 0.0;
+        }
+    }
+}
+
+impl Model for Cnn {
+    fn name(&self) -> &'static str {
+        "cnn"
+    }
+
+    fn num_params(&self) -> usize {
+        self.layout().end
+    }
+
+    fn input_dim(&self) -> usize {
+        self.height * self.width * self.channels
+    }
+
+    fn init(&self, rng: &mut Rng, out: &mut [f32]) {
+        let l = self.layout();
+        let (c1, c2) = self.convs();
+        uniform_fan_in(rng, c1.patch(), &mut out[..l.w2]);
+        uniform_fan_in(rng, c2.patch(), &mut out[l.w2..l.w3]);
+        uniform_fan_in(rng, self.flat(), &mut out[l.w3..l.w4]);
+        uniform_fan_in(rng, self.hidden, &mut out[l.w4..l.end]);
+    }
+
+    fn loss(&self, params: &[f32], batch: Batch<'_>, ws: &mut Workspace) -> f64 {
+        assert_eq!(params.len(), self.num_params(), "cnn: parameter length");
+        let Some(y) = self.targets(batch) else {
+            return f64::NAN;
+        };
+        let n = y.len();
+        let [cols1, a1, p1, idx1, cols2, a2, p2, idx2, h, z] = ws.slices(self.buffer_lens(n));
+        let mut f = Forward {
+            cols1,
+            a1,
+            p1,
+            idx1,
+            cols2,
+            a2,
+            p2,
+            idx2,
+            h,
+            z,
+        };
+        self.forward(params, batch.x, n, &mut f);
+        let sum: f64 =
+            f.z.chunks_exact(self.classes)
+                .zip(y)
+                .map(|(zi, &yi)| sample_loss(zi, yi))
+                .sum();
+        sum * inv_len(n)
+    }
+
+    fn loss_grad(
+        &self,
+        params: &[f32],
+        batch: Batch<'_>,
+        grad: &mut [f32],
+        ws: &mut Workspace,
+    ) -> f64 {
+        assert_eq!(params.len(), self.num_params(), "cnn: parameter length");
+        assert_eq!(grad.len(), self.num_params(), "cnn: gradient length");
+        let Some(y) = self.targets(batch) else {
+            grad.fill(f32::NAN);
+            return f64::NAN;
+        };
+        let n = y.len();
+        let l = self.layout();
+        let (c1, c2) = self.convs();
+        let lens = self.buffer_lens(n);
+        // Forward buffers, then scratch for the backward pass.
+        let [
+            cols1,
+            a1,
+            p1,
+            idx1,
+            cols2,
+            a2,
+            p2,
+            idx2,
+            h,
+            z,
+            dh,
+            dp2,
+            da2,
+            dcols2,
+            dp1,
+            da1,
+        ] = ws.slices([
+            lens[0], lens[1], lens[2], lens[3], lens[4], lens[5], lens[6], lens[7], lens[8],
+            lens[9], lens[8], lens[6], lens[5], lens[4], lens[2], lens[1],
+        ]);
+        let mut f = Forward {
+            cols1,
+            a1,
+            p1,
+            idx1,
+            cols2,
+            a2,
+            p2,
+            idx2,
+            h,
+            z,
+        };
+        self.forward(params, batch.x, n, &mut f);
+        let mut loss = 0.0;
+        for (zi, &yi) in f.z.chunks_exact_mut(self.classes).zip(y) {
+            loss += sample_loss(zi, yi);
+            softmax_minus_onehot(zi, yi);
+        }
+        let s = inv_len(n) as f32;
+        // Output layer.
+        weight_grad(&mut grad[l.w4..l.b4], f.z, f.h, n, s);
+        bias_grad(f.z, self.classes, 0, s, &mut grad[l.b4..l.end]);
+        input_grad(dh, f.z, &params[l.w4..l.b4], n);
+        relu_backward(dh, f.h);
+        // Dense layer.
+        weight_grad(&mut grad[l.w3..l.b3], dh, f.p2, n, s);
+        bias_grad(dh, self.hidden, 0, s, &mut grad[l.b3..l.w4]);
+        input_grad(dp2, dh, &params[l.w3..l.b3], n);
+        // Second convolution: unpool, ReLU, weights over every position.
+        pool_backward(dp2, f.idx2, da2);
+        relu_backward(da2, f.a2);
+        let rows2 = n * c2.out_h * c2.out_w;
+        weight_grad(&mut grad[l.w2..l.b2], da2, f.cols2, rows2, s);
+        bias_grad(da2, self.conv2, 0, s, &mut grad[l.b2..l.w3]);
+        input_grad(dcols2, da2, &params[l.w2..l.b2], rows2);
+        col2im(&c2, dcols2, n, dp1);
+        // First convolution.
+        pool_backward(dp1, f.idx1, da1);
+        relu_backward(da1, f.a1);
+        let rows1 = n * c1.out_h * c1.out_w;
+        weight_grad(&mut grad[..l.b1], da1, f.cols1, rows1, s);
+        bias_grad(da1, self.conv1, 0, s, &mut grad[l.b1..l.w2]);
+        loss * inv_len(n)
+    }
+
+    fn count_correct(&self, params: &[f32], batch: Batch<'_>, ws: &mut Workspace) -> Option<usize> {
+        let y = self.targets(batch)?;
+        let n = y.len();
+        let [cols1, a1, p1, idx1, cols2, a2, p2, idx2, h, z] = ws.slices(self.buffer_lens(n));
+        let mut f = Forward {
+            cols1,
+            a1,
+            p1,
+            idx1,
+            cols2,
+            a2,
+            p2,
+            idx2,
+            h,
+            z,
+        };
+        self.forward(params, batch.x, n, &mut f);
+        Some(
+            f.z.chunks_exact(self.classes)
+                .zip(y)
+                .filter(|(zi, yi)| {
+                    let best = zi
+                        .iter()
+                        .enumerate()
+                        .fold(
+                            (0, f32::NEG_INFINITY),
+                            |b, (k, v)| if *v > b.1 { (k, *v) } else { b },
+                        );
+                    best.0 == **yi as usize
+                })
+                .count(),
+        )
+    }
+
+    fn forward_flops_per_sample(&self) -> u64 {
+        let (c1, c2) = self.convs();
+        let conv = |c: &Conv, out: usize| 2 * (c.out_h * c.out_w * c.patch() * out) as u64;
+        conv(&c1, self.conv1)
+            + conv(&c2, self.conv2)
+            + 2 * (self.flat() * self.hidden + self.hidden * self.classes) as u64
+    }
+
+    fn head_start(&self) -> usize {
+        self.layout().w4
+    }
+}
