@@ -98,6 +98,12 @@ enum Command {
         /// Directory of the real data set's files (MNIST reproductions).
         #[arg(long)]
         data_dir: Option<PathBuf>,
+        /// MNIST reproductions: run only this (m, n) size, e.g. 2400x100 (repeatable).
+        #[arg(long = "only-size", value_name = "MxN", value_parser = parse_size)]
+        only_sizes: Vec<(usize, usize)>,
+        /// MNIST reproductions: run only this method, e.g. IFCA (repeatable).
+        #[arg(long = "only-method", value_name = "NAME")]
+        only_methods: Vec<String>,
     },
     /// Time the hot path of an algorithm and report achieved GFLOP/s.
     Bench {
@@ -157,9 +163,12 @@ impl Command {
                 seeds,
                 quick,
                 data_dir,
+                only_sizes,
+                only_methods,
             } => {
                 if matches!(name.as_str(), "ifca-rotated-mnist" | "cflmgd-rotated-mnist") {
-                    reproduce_mnist(&name, seeds, rounds, quick, data_dir, out, threads)
+                    let only = (only_sizes, only_methods);
+                    reproduce_mnist(&name, seeds, rounds, quick, data_dir, out, threads, only)
                 } else {
                     reproduce(&name, trials, full, rounds, out, threads, truth_scale)
                 }
@@ -336,6 +345,16 @@ fn reproduce(
     }
 }
 
+/// `MxN`, e.g. `2400x100`.
+fn parse_size(s: &str) -> Result<(usize, usize), String> {
+    let (m, n) = s
+        .split_once('x')
+        .ok_or_else(|| format!("`{s}`: expected MxN, e.g. 2400x100"))?;
+    let parse = |v: &str| v.trim().parse::<usize>().map_err(|e| format!("`{s}`: {e}"));
+    Ok((parse(m)?, parse(n)?))
+}
+
+#[allow(clippy::too_many_arguments)]
 fn reproduce_mnist(
     name: &str,
     seeds: Option<usize>,
@@ -344,6 +363,7 @@ fn reproduce_mnist(
     data_dir: Option<PathBuf>,
     out: Option<PathBuf>,
     threads: usize,
+    (only_sizes, only_methods): (Vec<(usize, usize)>, Vec<String>),
 ) -> Result<()> {
     let data_dir = data_dir.context(
         "MNIST reproductions read the IDX files: pass --data-dir DIR (e.g. ../shared/data/mnist)",
@@ -356,6 +376,8 @@ fn reproduce_mnist(
     if let Some(s) = seeds {
         options.seeds = s.max(1);
     }
+    options.sizes = only_sizes;
+    options.methods = only_methods;
     if let Some(r) = rounds {
         options.rounds = r.max(1);
     }

@@ -36,6 +36,10 @@ pub struct Options {
     pub eval_every: usize,
     /// Worker threads (0: one per core).
     pub threads: usize,
+    /// Only these `(m, n)` sizes (all when empty).
+    pub sizes: Vec<(usize, usize)>,
+    /// Only these methods, by label, case-insensitive (all when empty).
+    pub methods: Vec<String>,
 }
 
 impl Options {
@@ -47,6 +51,8 @@ impl Options {
             rounds: 300,
             eval_every: 10,
             threads,
+            sizes: Vec::new(),
+            methods: Vec::new(),
         }
     }
 
@@ -58,6 +64,8 @@ impl Options {
             rounds: 3,
             eval_every: 1,
             threads,
+            sizes: Vec::new(),
+            methods: Vec::new(),
         }
     }
 }
@@ -227,20 +235,49 @@ fn run_config(
     }
 }
 
-/// Runs every (size, method, seed) of `exp`, showing progress.
+impl Experiment {
+    /// The sizes `o` selects.
+    fn sizes(&self, o: &Options) -> Vec<(usize, usize)> {
+        self.sizes
+            .iter()
+            .copied()
+            .filter(|s| o.sizes.is_empty() || o.sizes.contains(s))
+            .collect()
+    }
+
+    /// The methods `o` selects.
+    fn methods(&self, o: &Options) -> Vec<&Method> {
+        self.methods
+            .iter()
+            .filter(|m| {
+                o.methods.is_empty() || o.methods.iter().any(|x| x.eq_ignore_ascii_case(m.label))
+            })
+            .collect()
+    }
+}
+
+/// Runs every selected (size, method, seed) of `exp`, showing progress.
 fn run_all(exp: &Experiment, o: &Options) -> Result<Vec<Run>> {
-    let total = (exp.sizes.len() * exp.methods.len() * o.seeds) as u64;
+    let (sizes, methods) = (exp.sizes(o), exp.methods(o));
+    if sizes.is_empty() || methods.is_empty() {
+        anyhow::bail!(
+            "no run selected: sizes {:?} and methods {:?} are known",
+            exp.sizes,
+            exp.methods.iter().map(|m| m.label).collect::<Vec<_>>()
+        );
+    }
+    let total = (sizes.len() * methods.len() * o.seeds) as u64;
     let bar = ProgressBar::new(total).with_style(
         ProgressStyle::with_template("{bar:40} {pos}/{len} runs  {msg}  {elapsed_precise}")
             .expect("valid template"),
     );
     let mut runs = Vec::new();
-    for &size in exp.sizes {
+    for &size in &sizes {
         for seed in 1..=o.seeds as u64 {
             // The data set depends on (size, seed) only: build it once for all methods.
-            let first = run_config(exp, &exp.methods[0], size, seed, o);
+            let first = run_config(exp, methods[0], size, seed, o);
             let data = build_data(&first)?;
-            for method in exp.methods {
+            for &method in &methods {
                 bar.set_message(format!("{} (m, n) = {size:?} seed {seed}", method.label));
                 let config = run_config(exp, method, size, seed, o);
                 let outcome = execute(&config, &data, &mut |_| {}).with_context(|| {
@@ -315,8 +352,13 @@ pub fn reproduce(exp: &Experiment, o: &Options, out: &Path) -> Result<String> {
     std::fs::write(out.join("results.csv"), results)?;
     std::fs::write(out.join("curves.csv"), curves)?;
     let mut rows = Vec::new();
-    for (si, &size) in exp.sizes.iter().enumerate() {
-        for method in exp.methods {
+    for &size in &exp.sizes(o) {
+        let si = exp
+            .sizes
+            .iter()
+            .position(|s| *s == size)
+            .expect("a known size");
+        for method in exp.methods(o) {
             let accs: Vec<f64> = runs
                 .iter()
                 .filter(|r| r.method == method.label && r.size == size)
@@ -344,10 +386,11 @@ pub fn reproduce(exp: &Experiment, o: &Options, out: &Path) -> Result<String> {
         ("test accuracy", 0, "test_accuracy.svg"),
         ("cluster accuracy", 1, "cluster_accuracy.svg"),
     ] {
-        let size = exp.sizes[exp.sizes.len() / 2];
+        let selected = exp.sizes(o);
+        let size = selected[selected.len() / 2];
         let series: Vec<Series> = exp
-            .methods
-            .iter()
+            .methods(o)
+            .into_iter()
             .map(|m| {
                 let run = runs
                     .iter()
