@@ -115,6 +115,18 @@ fn row_max(z: &[f32]) -> f32 {
     z.iter().fold(f32::NEG_INFINITY, |a, &b| a.max(b))
 }
 
+/// Number of rows of the logits `z` (`classes` wide) whose largest entry (the
+/// first, on ties) is at the row's label.
+pub(crate) fn count_argmax_matches(z: &[f32], classes: usize, y: &[u32]) -> usize {
+    z.chunks_exact(classes)
+        .zip(y)
+        .filter(|(zi, yi)| {
+            let m = row_max(zi);
+            zi.iter().position(|&v| v == m) == Some(**yi as usize)
+        })
+        .count()
+}
+
 /// Cross-entropy `log Σ exp(z) - z_y` of one sample, stable; NaN if `y` is out of
 /// range or a logit is not finite.
 pub(crate) fn sample_loss(z: &[f32], y: u32) -> f64 {
@@ -232,15 +244,7 @@ impl Model for LogisticRegression {
         };
         let [z, ..] = ws.slices([y.len() * self.classes, 0, 0, 0]);
         self.logits(batch.x, params, 1, &mut [], z);
-        let correct = z
-            .chunks_exact(self.classes)
-            .zip(y)
-            .filter(|(zi, yi)| {
-                let m = row_max(zi);
-                zi.iter().position(|&v| v == m) == Some(**yi as usize)
-            })
-            .count();
-        Some(correct)
+        Some(count_argmax_matches(z, self.classes, y))
     }
 
     /// `2·dim·classes` for the logits plus `classes` for the bias.

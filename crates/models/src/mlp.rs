@@ -17,7 +17,7 @@ use fedcluster_core::linalg::{MatMut, MatRef, matmul};
 use fedcluster_core::{Batch, Model, Rng, Targets, Workspace};
 
 use crate::init::uniform_fan_in;
-use crate::logistic::{bias_grad, sample_loss, softmax_minus_onehot};
+use crate::logistic::{bias_grad, count_argmax_matches, sample_loss, softmax_minus_onehot};
 use crate::{ModelError, Result, TargetKind, fits, inv_len};
 
 mod kernel;
@@ -293,21 +293,7 @@ impl Model for Mlp {
         let n = y.len();
         let [a, z, ..] = ws.slices([n * self.hidden, n * self.classes, 0, 0]);
         self.forward(params, batch.x, a, z);
-        Some(
-            z.chunks_exact(self.classes)
-                .zip(y)
-                .filter(|(zi, yi)| {
-                    let best = zi
-                        .iter()
-                        .enumerate()
-                        .fold(
-                            (0, f32::NEG_INFINITY),
-                            |b, (k, v)| if *v > b.1 { (k, *v) } else { b },
-                        );
-                    best.0 == **yi as usize
-                })
-                .count(),
-        )
+        Some(count_argmax_matches(z, self.classes, y))
     }
 
     /// The output layer (`W2`, `b2`) is the head; the hidden layer is shared.
