@@ -9,17 +9,22 @@
 //! - [`oneshot`]: local ERM + k-means + FedAvg (Ghosh et al. 2022, Algorithm 1);
 //! - [`fedavg`]: FedAvg over a fixed assignment (the global-model baseline);
 //! - [`oracle`]: FedAvg inside the true clusters;
-//! - [`local`]: every client alone.
+//! - [`local`]: every client alone;
+//! - [`twophase`]: federated moment descent on anchor clients, then FedAvg or
+//!   FedProx with clustering (Su, Xu, Yang 2024);
+//! - [`fedprox`]: FedProx, one global model with proximal local solves.
 //!
 //! Shared mechanics live in [`common`]. Algorithms do no IO.
 
 pub mod cflmgd;
 pub mod common;
 pub mod fedavg;
+pub mod fedprox;
 pub mod ifca;
 pub mod local;
 pub mod oneshot;
 pub mod oracle;
+pub mod twophase;
 
 pub use common::aggregate::Aggregation;
 pub use common::checked::{Checked, FieldError, Validate};

@@ -6,7 +6,9 @@ use std::path::Path;
 use anyhow::{Context, Result, anyhow, bail};
 use serde::{Deserialize, Serialize};
 
-use fedcluster_algorithms::{Checked, FieldError, cflmgd, fedavg, ifca, local, oneshot};
+use fedcluster_algorithms::{
+    Checked, FieldError, cflmgd, fedavg, fedprox, ifca, local, oneshot, twophase,
+};
 
 /// A whole experiment.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -118,6 +120,10 @@ pub enum AlgorithmConfig {
     Oracle(fedavg::Config),
     /// Every client trains alone.
     Local(local::Config),
+    /// The two-phase method of Su, Xu, Yang (also their IFCA and oracle).
+    Twophase(twophase::Config),
+    /// FedProx: one global model, proximal local solves.
+    Fedprox(fedprox::Config),
 }
 
 impl AlgorithmConfig {
@@ -130,6 +136,8 @@ impl AlgorithmConfig {
             AlgorithmConfig::Global(_) => "global",
             AlgorithmConfig::Oracle(_) => "oracle",
             AlgorithmConfig::Local(_) => "local",
+            AlgorithmConfig::Twophase(_) => "twophase",
+            AlgorithmConfig::Fedprox(_) => "fedprox",
         }
     }
 }
@@ -212,6 +220,11 @@ impl RunConfig {
             AlgorithmConfig::Global(c) => CheckedAlgorithm::Global(Checked::new(c.clone())?),
             AlgorithmConfig::Oracle(c) => CheckedAlgorithm::Oracle(Checked::new(c.clone())?),
             AlgorithmConfig::Local(c) => CheckedAlgorithm::Local(Checked::new(c.clone())?),
+            AlgorithmConfig::Twophase(c) => CheckedAlgorithm::Twophase(Checked::new(c.clone())?),
+            AlgorithmConfig::Fedprox(c) => {
+                Checked::new(c.clone())?;
+                CheckedAlgorithm::Twophase(Checked::new(c.two_phase())?)
+            }
         })
     }
 }
@@ -229,6 +242,8 @@ pub enum CheckedAlgorithm {
     Oracle(Checked<fedavg::Config>),
     /// Local training.
     Local(Checked<local::Config>),
+    /// The two-phase method, or its Phase 2 alone (IFCA, oracle, FedProx).
+    Twophase(Checked<twophase::Config>),
 }
 
 /// Serde loses the field path inside internally tagged enums (`[data]` by
@@ -272,6 +287,8 @@ fn tagged_section_error(table: &toml::Table) -> Option<(String, String)> {
         "oneshot" => probe::<oneshot::Config>("algorithm", t),
         "global" | "oracle" => probe::<fedavg::Config>("algorithm", t),
         "local" => probe::<local::Config>("algorithm", t),
+        "twophase" => probe::<twophase::Config>("algorithm", t),
+        "fedprox" => probe::<fedprox::Config>("algorithm", t),
         _ => None,
     }
 }

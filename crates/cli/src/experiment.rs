@@ -5,6 +5,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 
+use fedcluster_algorithms::twophase::{self, Start};
 use fedcluster_algorithms::{fedavg, ifca, local, oneshot, oracle};
 use fedcluster_core::{Batch, ClientHalf, Model, ServerHalf};
 use fedcluster_data::{FederatedData, Task};
@@ -188,6 +189,28 @@ pub fn execute(
                 labels: data.truth.train_labels.clone(),
             };
             let server = oracle::server(c, model, truth, seed)?;
+            ctx.drive(server, vec![client; m], progress)
+        }
+        CheckedAlgorithm::Twophase(c) => {
+            let client = twophase::TwoPhaseClient::new(&c);
+            let server = if c.start == Start::Truth {
+                let Some(truth) = data.truth.params.as_ref() else {
+                    bail!(
+                        "field `algorithm.start`: `truth` needs a data set with known cluster parameters"
+                    );
+                };
+                if truth.len() != c.clusters {
+                    bail!(
+                        "field `algorithm.clusters`: `start = \"truth\"` needs one model per true cluster ({}), got {}",
+                        truth.len(),
+                        c.clusters
+                    );
+                }
+                twophase::TwoPhaseServer::with_models(c, truth.concat(), model.num_params(), m)
+            } else {
+                let sizes = data.train.iter().map(|cl| cl.len()).collect();
+                twophase::TwoPhaseServer::new(c, model, sizes, seed)?
+            };
             ctx.drive(server, vec![client; m], progress)
         }
         CheckedAlgorithm::Local(c) => {

@@ -11,7 +11,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use fedcluster_cli::bench::{BENCHMARKS, BenchOptions, CORE_PEAK_GFLOPS, run_bench};
 use fedcluster_cli::config::{DEFAULT_CONFIG, RunConfig};
 use fedcluster_cli::experiment::{build_data, execute};
-use fedcluster_cli::reproduce::{EXPERIMENTS, ifca_success, mnist};
+use fedcluster_cli::reproduce::{EXPERIMENTS, ifca_success, mixed_regression, mnist};
 use fedcluster_cli::rundir::{RunDir, write_run};
 use fedcluster_cli::table::{metric, render};
 
@@ -89,7 +89,7 @@ enum Command {
         /// code does (`entries`, θ* in {0, R}^d) or as its text says (`norm`, ‖θ*‖ = R).
         #[arg(long, value_enum, default_value_t = Scale::Entries)]
         truth_scale: Scale,
-        /// MNIST reproductions: seeds per method and size (default 3).
+        /// MNIST and mixed-regression reproductions: seeds per method and setting (default 3).
         #[arg(long)]
         seeds: Option<usize>,
         /// A smoke run: a few rounds, one seed.
@@ -169,6 +169,8 @@ impl Command {
                 if matches!(name.as_str(), "ifca-rotated-mnist" | "cflmgd-rotated-mnist") {
                     let only = (only_sizes, only_methods);
                     reproduce_mnist(&name, seeds, rounds, quick, data_dir, out, threads, only)
+                } else if name == "mixed-regression" {
+                    reproduce_mixed_regression(seeds, rounds, quick, out, threads)
                 } else {
                     reproduce(&name, trials, full, rounds, out, threads, truth_scale)
                 }
@@ -343,6 +345,31 @@ fn reproduce(
                 .join(", ")
         ),
     }
+}
+
+fn reproduce_mixed_regression(
+    seeds: Option<usize>,
+    rounds: Option<usize>,
+    quick: bool,
+    out: Option<PathBuf>,
+    threads: usize,
+) -> Result<()> {
+    let mut options = if quick {
+        mixed_regression::Options::quick(threads)
+    } else {
+        mixed_regression::Options::full(threads)
+    };
+    if let Some(s) = seeds {
+        options.seeds = s.max(1);
+    }
+    if let Some(r) = rounds {
+        options.rounds = r.max(1);
+    }
+    let out = out.unwrap_or_else(|| PathBuf::from("runs/reproduce/mixed-regression"));
+    let tables = mixed_regression::reproduce(&options, &out)?;
+    print!("{tables}");
+    println!("report: {}", out.join("report.md").display());
+    Ok(())
 }
 
 /// `MxN`, e.g. `2400x100`.

@@ -158,3 +158,37 @@ fn cfl_mgd_recovers_clusters_with_momentum() {
     let r = last(&check(&fedavg_momentum, &[]));
     assert!(r.param_error.unwrap() > 0.3, "{:?}", r.param_error);
 }
+
+/// Su, Xu, Yang's two-phase method through the CLI config, on a small version
+/// of their configuration (c); `start = "truth"` (the oracle) and `fedprox`
+/// run through the same path.
+#[test]
+fn two_phase_config_recovers_an_unbalanced_mixture() {
+    let data = r#"
+seed = 2
+rounds = 210
+[data]
+kind = "mixed-regression"
+dim = 20
+clusters = 3
+probs = [0.2, 0.3, 0.5]
+client_sizes = [{ count = 300, points = 10 }, { count = 12, points = 50 }]
+test_points_per_client = 5
+[model]
+kind = "linear"
+"#;
+    let two_phase = format!(
+        "{data}[algorithm]\nname = \"twophase\"\nclusters = 3\nlr = 0.02\n\
+         init = {{ kind = \"gaussian\", std = 0.45 }}\n\
+         [algorithm.phase1]\nalpha = 2.0\nbeta = 2.0\nseparation = 1.5\n"
+    );
+    let r = last(&check(&two_phase, &[]));
+    let oracle = last(&check(&two_phase, &["algorithm.start=\"truth\""]));
+    let (two, best) = (r.param_error.unwrap(), oracle.param_error.unwrap());
+    assert!(two <= 1.1 * best, "two-phase {two} vs oracle {best}");
+    assert!(r.misclustering.unwrap() < 0.05, "{:?}", r.misclustering);
+    let prox = format!("{data}[algorithm]\nname = \"fedprox\"\nlr = 0.02\n");
+    let p = last(&check(&prox, &[]));
+    // One model for three clusters stays far from every truth.
+    assert!(p.param_error.unwrap() > 3.0 * best, "{:?}", p.param_error);
+}

@@ -19,6 +19,22 @@ fn error_of(text: &str, overrides: &[&str]) -> String {
 }
 
 #[test]
+fn two_phase_config_errors_name_the_field() {
+    let two = "name = \"twophase\"\nclusters = 2\nlr = 0.1";
+    let e = error_of(&small(two, 5), &[]);
+    assert!(e.contains("`algorithm.phase1`"), "{e}");
+    let with_phase1 =
+        format!("{two}\n[algorithm.phase1]\nalpha = 2.0\nbeta = 1.0\nseparation = 1.0");
+    let e = error_of(&small(&with_phase1, 5), &[]);
+    assert!(e.contains("`algorithm.phase1.beta`"), "{e}");
+    let e = error_of(
+        &small(&with_phase1, 5),
+        &["algorithm.phase1.subspace={ kind = \"orthogonal\", steps = 3 }"],
+    );
+    assert!(e.contains("`algorithm.phase1"), "{e}");
+}
+
+#[test]
 fn unknown_keys_are_rejected_with_their_path() {
     let e = error_of(&small(IFCA, 5), &["algorithm.lrr=0.1"]);
     assert!(e.contains("`algorithm.lrr`"), "{e}");

@@ -31,6 +31,8 @@ pub enum Purpose {
     Clustering = 7,
     /// Partitioning of a real data set into clients.
     Partition = 8,
+    /// The server's choice of anchor clients (two-phase method, Phase 1).
+    Anchors = 9,
 }
 
 /// A stream keyed by `(seed, purpose, a, b)`; `a` and `b` are usually the round

@@ -20,6 +20,7 @@ pub mod linear;
 pub mod local;
 pub mod logistic;
 pub mod mlp;
+pub mod prox;
 
 pub use cnn::Cnn;
 pub use error::{ModelError, Result};

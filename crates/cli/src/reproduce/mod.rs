@@ -2,6 +2,7 @@
 //! report with the paper's result beside ours.
 
 pub mod ifca_success;
+pub mod mixed_regression;
 pub mod mnist;
 
 /// Reproductions that `fedcluster reproduce` knows, with a one-line description.
@@ -17,5 +18,9 @@ pub const EXPERIMENTS: &[(&str, &str)] = &[
     (
         "cflmgd-rotated-mnist",
         "CFL-MGD paper Table 2: CFL-MGD, IFCA, FedAvg (+ momentum) on rotated MNIST, (2400, 100)",
+    ),
+    (
+        "mixed-regression",
+        "Su, Xu, Yang Figs. 1-3: two-phase (FedAvg s in {1, 5, 10}, FedProx), FedAvg, one-shot, IFCA, oracle on mixed linear regression",
     ),
 ];
