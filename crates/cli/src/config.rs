@@ -28,6 +28,10 @@ pub struct RunConfig {
     /// Evaluate the test clients every this many rounds (0: last round only).
     #[serde(default)]
     pub eval_every: usize,
+    /// How each test client picks its model: `lowest-loss` (default) or
+    /// `highest-accuracy`.
+    #[serde(default)]
+    pub test_pick: fedcluster_sim::record::TestPick,
     /// The federated data set.
     pub data: DataConfig,
     /// The model architecture.
@@ -47,6 +51,9 @@ pub enum DataConfig {
     MixedRegression(fedcluster_data::synthetic::MixedRegressionSpec),
     /// MNIST with one cluster per image transform (rotated, inverted, ...).
     Mnist(fedcluster_data::MnistClustersSpec),
+    /// MNIST with one anchor client per cluster and many tiny clients (Su, Xu,
+    /// Yang 2024, Section V-D).
+    MnistAnchored(fedcluster_data::MnistAnchoredSpec),
 }
 
 /// Model architectures; input and output sizes come from the data.
@@ -196,6 +203,7 @@ impl RunConfig {
             DataConfig::IfcaSynthetic(s) => s.validate(),
             DataConfig::MixedRegression(s) => s.validate(),
             DataConfig::Mnist(s) => s.validate(),
+            DataConfig::MnistAnchored(s) => s.validate(),
         }
         .map_err(|e| match e {
             fedcluster_data::DataError::Invalid { field, why } => {
@@ -274,6 +282,8 @@ fn tagged_section_error(table: &toml::Table) -> Option<(String, String)> {
             "mixed-regression" => {
                 probe::<fedcluster_data::synthetic::MixedRegressionSpec>("data", t)
             }
+            "mnist" => probe::<fedcluster_data::MnistClustersSpec>("data", t),
+            "mnist-anchored" => probe::<fedcluster_data::MnistAnchoredSpec>("data", t),
             _ => None,
         };
         if found.is_some() {

@@ -54,19 +54,27 @@ pub fn build_data(config: &RunConfig) -> Result<FederatedData> {
             fedcluster_data::synthetic::mixed_regression(spec, config.seed)
         }
         DataConfig::Mnist(spec) => {
-            let Some(dir) = &spec.data_dir else {
-                bail!(
-                    "field `data.data_dir`: MNIST needs the directory of its IDX files \
-                     (set it or pass --data-dir DIR)"
-                );
-            };
-            let mnist = fedcluster_data::load_mnist(dir)?;
+            let mnist = fedcluster_data::load_mnist(mnist_dir(&spec.data_dir)?)?;
             fedcluster_data::mnist_clusters(&mnist, spec, config.seed)
+        }
+        DataConfig::MnistAnchored(spec) => {
+            let mnist = fedcluster_data::load_mnist(mnist_dir(&spec.data_dir)?)?;
+            fedcluster_data::mnist_anchored(&mnist, spec, config.seed)
         }
     }
     .context("cannot build the data set")?;
     data.validate().context("the data set is malformed")?;
     Ok(data)
+}
+
+/// The MNIST directory a config names.
+fn mnist_dir(dir: &Option<std::path::PathBuf>) -> Result<&std::path::Path> {
+    dir.as_deref().ok_or_else(|| {
+        anyhow::anyhow!(
+            "field `data.data_dir`: MNIST needs the directory of its IDX files \
+             (set it or pass --data-dir DIR)"
+        )
+    })
 }
 
 /// Builds the configured model for `data`.
@@ -193,7 +201,10 @@ pub fn execute(
         }
         CheckedAlgorithm::Twophase(c) => {
             let client = twophase::TwoPhaseClient::new(&c);
-            let server = if c.start == Start::Truth {
+            let server = if c.start == Start::Labels {
+                let labels = data.truth.train_labels.clone();
+                twophase::TwoPhaseServer::with_labels(c, model, labels, seed)?
+            } else if c.start == Start::Truth {
                 let Some(truth) = data.truth.params.as_ref() else {
                     bail!(
                         "field `algorithm.start`: `truth` needs a data set with known cluster parameters"
@@ -260,6 +271,7 @@ impl Driver<'_> {
         let test = TestSet {
             model: self.model,
             clients: &self.test,
+            pick: cfg.test_pick,
         };
         let mut all = Vec::new();
         let (mut selected, mut replicas) = (0, 0);

@@ -11,7 +11,9 @@ use indicatif::{ProgressBar, ProgressStyle};
 use fedcluster_cli::bench::{BENCHMARKS, BenchOptions, CORE_PEAK_GFLOPS, run_bench};
 use fedcluster_cli::config::{DEFAULT_CONFIG, RunConfig};
 use fedcluster_cli::experiment::{build_data, execute};
-use fedcluster_cli::reproduce::{EXPERIMENTS, ifca_success, mixed_regression, mnist};
+use fedcluster_cli::reproduce::{
+    EXPERIMENTS, ifca_success, mixed_regression, mixed_regression_mnist, mnist,
+};
 use fedcluster_cli::rundir::{RunDir, write_run};
 use fedcluster_cli::table::{metric, render};
 
@@ -171,6 +173,8 @@ impl Command {
                     reproduce_mnist(&name, seeds, rounds, quick, data_dir, out, threads, only)
                 } else if name == "mixed-regression" {
                     reproduce_mixed_regression(seeds, rounds, quick, out, threads)
+                } else if name == "mixed-regression-mnist" {
+                    reproduce_mixed_regression_mnist(seeds, rounds, quick, data_dir, out, threads)
                 } else {
                     reproduce(&name, trials, full, rounds, out, threads, truth_scale)
                 }
@@ -372,6 +376,40 @@ fn reproduce_mixed_regression(
     Ok(())
 }
 
+fn reproduce_mixed_regression_mnist(
+    seeds: Option<usize>,
+    rounds: Option<usize>,
+    quick: bool,
+    data_dir: Option<PathBuf>,
+    out: Option<PathBuf>,
+    threads: usize,
+) -> Result<()> {
+    let data_dir = required_mnist_dir(data_dir)?;
+    let mut options = if quick {
+        mixed_regression_mnist::Options::quick(data_dir, threads)
+    } else {
+        mixed_regression_mnist::Options::full(data_dir, threads)
+    };
+    if let Some(s) = seeds {
+        options.seeds = s.max(1);
+    }
+    if let Some(r) = rounds {
+        options.rounds = r.max(1);
+    }
+    let out = out.unwrap_or_else(|| PathBuf::from("runs/reproduce/mixed-regression-mnist"));
+    let tables = mixed_regression_mnist::reproduce(&options, &out)?;
+    print!("{tables}");
+    println!("report: {}", out.join("report.md").display());
+    Ok(())
+}
+
+/// The `--data-dir` an MNIST reproduction cannot run without.
+fn required_mnist_dir(data_dir: Option<PathBuf>) -> Result<PathBuf> {
+    data_dir.context(
+        "MNIST reproductions read the IDX files: pass --data-dir DIR (e.g. ../shared/data/mnist)",
+    )
+}
+
 /// `MxN`, e.g. `2400x100`.
 fn parse_size(s: &str) -> Result<(usize, usize), String> {
     let (m, n) = s
@@ -392,9 +430,7 @@ fn reproduce_mnist(
     threads: usize,
     (only_sizes, only_methods): (Vec<(usize, usize)>, Vec<String>),
 ) -> Result<()> {
-    let data_dir = data_dir.context(
-        "MNIST reproductions read the IDX files: pass --data-dir DIR (e.g. ../shared/data/mnist)",
-    )?;
+    let data_dir = required_mnist_dir(data_dir)?;
     let mut options = if quick {
         mnist::Options::quick(data_dir, threads)
     } else {

@@ -5,6 +5,9 @@ use std::path::Path;
 use anyhow::{Result, anyhow};
 use plotters::prelude::*;
 
+/// Series longer than this are drawn without point markers.
+pub const MARKER_LIMIT: usize = 60;
+
 /// One line of a chart.
 pub struct Series {
     /// Legend label.
@@ -13,7 +16,8 @@ pub struct Series {
     pub points: Vec<(f64, f64)>,
 }
 
-/// Draws `series` as lines with markers into an SVG file.
+/// Draws `series` as lines into an SVG file, with markers on series of at most
+/// [`MARKER_LIMIT`] points (beyond that they only bloat the file).
 pub fn line_chart(
     path: &Path,
     title: &str,
@@ -53,9 +57,11 @@ pub fn line_chart(
             .legend(move |(x, y)| {
                 PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2))
             });
-        chart
-            .draw_series(s.points.iter().map(|p| Circle::new(*p, 3, color.filled())))
-            .map_err(|e| err(&e))?;
+        if s.points.len() <= MARKER_LIMIT {
+            chart
+                .draw_series(s.points.iter().map(|p| Circle::new(*p, 3, color.filled())))
+                .map_err(|e| err(&e))?;
+        }
     }
     chart
         .configure_series_labels()

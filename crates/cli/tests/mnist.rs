@@ -112,3 +112,56 @@ fn ifca_with_the_papers_cnn_runs_on_mnist() {
     assert!((0.0..=1.0).contains(&acc));
     assert!(r.train_loss.unwrap().is_finite());
 }
+
+/// Su, Xu, Yang's MNIST setting, k = 2: one anchor of 20 images per rotation and
+/// 25,000 two-image clients, logistic regression on 14x14 images.
+/// Phase 1 (5 iterations of the federated orthogonal iteration over 1,000
+/// sampled clients) must leave each rotation's test set preferring its own
+/// anchor's model.
+#[test]
+fn two_phase_runs_on_anchored_mnist_and_phase1_separates_the_rotations() {
+    let cfg = format!(
+        r#"
+seed = 1
+rounds = 56
+eval_every = 55
+test_pick = "highest-accuracy"
+[data]
+kind = "mnist-anchored"
+transforms = ["identity", "rotate90"]
+anchor_points = 20
+clients = 25000
+points_per_client = 2
+downsample = true
+data_dir = {MNIST_DIR:?}
+[model]
+kind = "logistic"
+[algorithm]
+name = "twophase"
+clusters = 2
+lr = 0.1
+participation = 0.0039992
+[algorithm.phase1]
+iterations = 5
+anchors = 2
+subspace_clients = 1000
+subspace = {{ kind = "orthogonal", steps = 10 }}
+alpha = 0.15
+beta = 0.15
+epsilon = 0.001
+separation = 0.001
+"#
+    );
+    let o = check(&cfg, &[]);
+    // Phase 1 takes 5 x (10 + 1) rounds and ends at round 54.
+    let after_phase1 = &o.records[54];
+    assert_eq!(
+        after_phase1.test_misclustering,
+        Some(0.0),
+        "{after_phase1:?}"
+    );
+    let acc = after_phase1.test_accuracy.unwrap();
+    assert!(acc > 0.3, "accuracy after Phase 1: {acc}");
+    // The Phase 2 rounds sample 100 of the 25,002 clients.
+    assert_eq!(last(&o).participants, 100);
+}

@@ -21,7 +21,10 @@ pub mod synthetic;
 
 pub use dataset::{ClientData, FederatedData, GroundTruth, TargetsOwned, Task};
 pub use error::{DataError, Result};
-pub use mnist::{Mnist, MnistClustersSpec, Transform, load_mnist, mnist_clusters};
+pub use mnist::{
+    Mnist, MnistAnchoredSpec, MnistClustersSpec, Transform, load_mnist, mnist_anchored,
+    mnist_clusters,
+};
 pub use synthetic::{
     ClientGroup, IfcaSyntheticSpec, MixedRegressionSpec, TruthScale, ifca_synthetic,
     mixed_regression,

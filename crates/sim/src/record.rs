@@ -3,7 +3,7 @@
 //! clients, bytes and seconds. Ground truth enters here, never in an algorithm.
 
 use rayon::prelude::*;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use fedcluster_core::model::argmin_f64;
 use fedcluster_core::{Batch, Model, ReplicaView, Workspace};
@@ -35,6 +35,21 @@ pub struct TestSet<'a> {
     pub model: &'a dyn Model,
     /// One batch per test client.
     pub clients: &'a [Batch<'a>],
+    /// How a test client picks its model among several.
+    pub pick: TestPick,
+}
+
+/// How a test client picks its model.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TestPick {
+    /// The model of lowest loss on its data (IFCA paper, Section VI-B).
+    #[default]
+    LowestLoss,
+    /// The model of highest accuracy on its data: with one test client per
+    /// cluster, Su, Xu, Yang's "lowest misclassification error among the k
+    /// models" (Section V-D).
+    HighestAccuracy,
 }
 
 /// One row of `metrics.csv`: a replica after a round.
@@ -177,7 +192,20 @@ fn evaluate(view: &ReplicaView<'_>, test: &TestSet<'_>) -> Evaluation {
                 .iter()
                 .map(|m| test.model.loss(m, *batch, ws))
                 .collect();
-            let pick = argmin_f64(&losses);
+            let pick = match test.pick {
+                TestPick::LowestLoss => argmin_f64(&losses),
+                TestPick::HighestAccuracy => {
+                    let errors: Vec<f64> = view
+                        .models
+                        .iter()
+                        .map(|m| {
+                            let correct = test.model.count_correct(m, *batch, ws).unwrap_or(0);
+                            (batch.len() - correct) as f64
+                        })
+                        .collect();
+                    argmin_f64(&errors)
+                }
+            };
             let params = view.models[pick];
             let loss = test.model.loss(params, *batch, ws);
             (

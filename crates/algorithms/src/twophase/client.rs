@@ -115,14 +115,14 @@ impl TwoPhaseClient {
     }
 
     /// Phase 2, steps 6-8: the lowest-loss model, refined.
-    fn refine(&self, models: &[f32], env: &mut ClientEnv<'_>) -> Up {
+    fn refine(&self, models: &[f32], told: Option<usize>, env: &mut ClientEnv<'_>) -> Up {
         let p = env.model.num_params();
         let samples = env.data.len();
-        let mut losses = vec![0.0f64; self.k];
         let mut out = vec![0.0f32; p];
-        let (cluster, loss) = match self.local_update {
-            LocalUpdate::Fedavg { steps } => {
-                let mut chosen = [0usize];
+        let (cluster, loss) = match (told, self.local_update) {
+            // The fast path: the assignment's forward pass is the first step's.
+            (None, LocalUpdate::Fedavg { steps }) => {
+                let (mut losses, mut chosen) = (vec![0.0f64; self.k], [0usize]);
                 let trained = env.model.assign_and_train(
                     models,
                     self.k,
@@ -136,10 +136,30 @@ impl TwoPhaseClient {
                 );
                 (chosen[0], trained[0])
             }
-            LocalUpdate::Fedprox { tol, max_steps } => {
-                env.model.losses(models, env.data, &mut losses, env.ws);
-                let z = argmin_f64(&losses);
+            _ => {
+                let z = told.unwrap_or_else(|| {
+                    let mut losses = vec![0.0f64; self.k];
+                    env.model.losses(models, env.data, &mut losses, env.ws);
+                    argmin_f64(&losses)
+                });
                 out.copy_from_slice(&models[z * p..(z + 1) * p]);
+                (z, self.local_solve(&mut out, env))
+            }
+        };
+        Up::Refined {
+            cluster: cluster as u32,
+            reply: ModelReply::checked(out, loss, samples),
+        }
+    }
+
+    /// Step 8 from `params`: `s` gradient steps or the proximal problem; returns
+    /// the loss at the start (non-finite if training diverged).
+    fn local_solve(&self, params: &mut [f32], env: &mut ClientEnv<'_>) -> f64 {
+        match self.local_update {
+            LocalUpdate::Fedavg { steps } => {
+                env.model.train(params, env.data, self.lr, steps, env.ws)
+            }
+            LocalUpdate::Fedprox { tol, max_steps } => {
                 let solve = ProxSolve {
                     lr: self.lr,
                     mu: 1.0 / self.lr,
@@ -147,11 +167,11 @@ impl TwoPhaseClient {
                     max_steps,
                 };
                 let mut grad = std::mem::take(&mut env.ws.grad);
-                grad.resize(p, 0.0);
-                let mut origin = vec![0.0f32; p];
+                grad.resize(params.len(), 0.0);
+                let mut origin = vec![0.0f32; params.len()];
                 let outcome = prox_descent(
                     env.model,
-                    &mut out,
+                    params,
                     env.data,
                     solve,
                     &mut grad,
@@ -159,12 +179,8 @@ impl TwoPhaseClient {
                     env.ws,
                 );
                 env.ws.grad = grad;
-                (z, outcome.start_loss)
+                outcome.start_loss
             }
-        };
-        Up::Refined {
-            cluster: cluster as u32,
-            reply: ModelReply::checked(out, loss, samples),
         }
     }
 }
@@ -186,7 +202,18 @@ impl ClientHalf for TwoPhaseClient {
                 basis,
                 iteration,
             } => self.anchor(estimate.clone(), basis, *iteration, env),
-            Down::Models(models) => Ok(self.refine(models, env)),
+            Down::Models(models) => Ok(self.refine(models, None, env)),
+            Down::Assigned {
+                models, cluster, ..
+            } => {
+                if *cluster as usize >= self.k {
+                    return Err(AlgoError::Protocol(format!(
+                        "cluster {cluster} of {} models",
+                        self.k
+                    )));
+                }
+                Ok(self.refine(models, Some(*cluster as usize), env))
+            }
         }
     }
 }

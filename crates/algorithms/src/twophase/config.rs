@@ -196,6 +196,9 @@ pub enum Start {
     Init,
     /// The true cluster parameters, which the caller hands in: their oracle.
     Truth,
+    /// `k` models from `init`, and every client told its true cluster, which
+    /// the caller hands in: their oracle where no true parameters exist (MNIST).
+    Labels,
 }
 
 fn default_local_update() -> LocalUpdate {

@@ -42,6 +42,16 @@ pub enum Down {
     },
     /// Phase 2: all `k` models `θ_{t−1}`, back to back.
     Models(Arc<Vec<f32>>),
+    /// Phase 2 with known labels (the oracle): refine the model of `cluster`
+    /// (only that model goes on the wire).
+    Assigned {
+        /// All `k` models, shared in process.
+        models: Arc<Vec<f32>>,
+        /// The client's true cluster.
+        cluster: u32,
+        /// Parameters per model.
+        p: usize,
+    },
 }
 
 /// Client to server.
@@ -87,6 +97,7 @@ impl Message for Down {
                 estimate, basis, ..
             } => (estimate.len() + basis.len()) as u64 * 4 + 4,
             Down::Models(models) => models.len() as u64 * 4,
+            Down::Assigned { p, .. } => 4 + *p as u64 * 4,
         }
     }
     fn is_finite(&self) -> bool {
@@ -101,7 +112,7 @@ impl Message for Down {
             Down::AnchorStep {
                 estimate, basis, ..
             } => all_finite(estimate) && all_finite(basis),
-            Down::Models(models) => all_finite(models),
+            Down::Models(models) | Down::Assigned { models, .. } => all_finite(models),
         }
     }
 }

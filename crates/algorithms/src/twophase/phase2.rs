@@ -27,6 +27,8 @@ pub(super) struct Refinement {
     pub assignment: Vec<Option<usize>>,
     /// Sample-weighted training loss of the last round.
     pub train_loss: Option<f64>,
+    /// Known labels (the oracle): each client refines its true cluster's model.
+    labels: Option<Vec<usize>>,
     sums: Vec<f64>,
     cluster_weight: Vec<f64>,
     loss_sum: (f64, usize),
@@ -41,10 +43,16 @@ impl Refinement {
             models,
             assignment: vec![None; num_clients],
             train_loss: None,
+            labels: None,
             sums: Vec::new(),
             cluster_weight: Vec::new(),
             loss_sum: (0.0, 0),
         }
+    }
+
+    /// Every client refines the model of `labels[i]` instead of choosing.
+    pub fn set_labels(&mut self, labels: Vec<usize>) {
+        self.labels = Some(labels);
     }
 
     fn k(&self) -> usize {
@@ -61,7 +69,17 @@ impl Refinement {
         self.loss_sum = (0.0, 0);
         participants(self.assignment.len(), self.participation, rng)
             .into_iter()
-            .map(|id| (id, Down::Models(Arc::clone(&models))))
+            .map(|id| {
+                let down = match &self.labels {
+                    None => Down::Models(Arc::clone(&models)),
+                    Some(labels) => Down::Assigned {
+                        models: Arc::clone(&models),
+                        cluster: labels[id] as u32,
+                        p: self.p,
+                    },
+                };
+                (id, down)
+            })
             .collect()
     }
 

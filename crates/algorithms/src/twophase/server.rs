@@ -77,6 +77,32 @@ impl TwoPhaseServer {
         }
     }
 
+    /// Phase 2 alone with known labels (the oracle of Su, Xu, Yang's Section
+    /// V-D): `k` models from `init` (stream `(seed, Init, 0)`), client `i`
+    /// refines model `labels[i]`, which must be below `k`.
+    pub fn with_labels(
+        config: Checked<Config>,
+        model: &dyn Model,
+        labels: Vec<usize>,
+        seed: u64,
+    ) -> Result<Self, AlgoError> {
+        let (p, k) = (model.num_params(), config.clusters);
+        if let Some(bad) = labels.iter().find(|&&l| l >= k) {
+            return Err(AlgoError::Protocol(format!(
+                "label {bad} names a cluster beyond the {k} models"
+            )));
+        }
+        let mut rng = stream(seed, Purpose::Init, 0, 0);
+        let mut models = vec![0.0; k * p];
+        for m in models.chunks_exact_mut(p) {
+            config.init.fill(model, &mut rng, m);
+        }
+        let clients = labels.len();
+        let mut server = Self::with_models(config, models, p, clients);
+        server.phase2.set_labels(labels);
+        Ok(server)
+    }
+
     /// Phase 1's anchors and their estimates (final once Phase 1 is over; empty
     /// without Phase 1).
     pub fn anchor_estimates(&self) -> Vec<(ClientId, &[f32])> {

@@ -276,3 +276,33 @@ fn too_few_data_rich_clients_for_the_anchors_is_an_error() {
     let err = TwoPhaseServer::new(Checked::new(c).unwrap(), &model, sizes(&data), 1).unwrap_err();
     assert!(err.to_string().contains("phase1.anchors"), "{err}");
 }
+
+#[test]
+fn with_labels_every_client_refines_its_true_cluster() {
+    let data = data(10, &[(60, 20)], &[0.5, 0.5], 8);
+    let model = LinearRegression::new(data.dim).unwrap();
+    let cfg = Config {
+        start: Start::Labels,
+        phase1: None,
+        ..config(&data, SubspaceSolver::Svd, LocalUpdate::Fedavg { steps: 5 })
+    };
+    let labels = data.truth.train_labels.clone();
+    let server = TwoPhaseServer::with_labels(
+        Checked::new(cfg.clone()).unwrap(),
+        &model,
+        labels.clone(),
+        8,
+    )
+    .unwrap();
+    let (server, err) = drive(server, &cfg, &data, 200, 8);
+    let snap = server.snapshot();
+    let assigned: Vec<usize> = snap.replicas[0]
+        .assignment
+        .iter()
+        .map(|a| a.unwrap())
+        .collect();
+    assert_eq!(assigned, labels, "the oracle never re-clusters");
+    assert!(err < 0.1, "{err}");
+    let bad = TwoPhaseServer::with_labels(Checked::new(cfg).unwrap(), &model, vec![0, 2], 8);
+    assert!(bad.unwrap_err().to_string().contains("label 2"));
+}

@@ -19,6 +19,7 @@ use fedcluster_algorithms::{Aggregation, InitScheme, fedavg, oneshot};
 use fedcluster_core::params::dist;
 use fedcluster_data::synthetic::{ClientGroup, MixedRegressionSpec};
 
+use super::mean_std;
 use crate::config::{AlgorithmConfig, DataConfig, ModelConfig, RunConfig};
 use crate::experiment::{build_data, execute};
 use crate::plot::{Series, line_chart};
@@ -185,6 +186,7 @@ fn run_config(
         rounds,
         threads: o.threads,
         eval_every: 0,
+        test_pick: Default::default(),
         data: DataConfig::MixedRegression(MixedRegressionSpec {
             dim: D,
             clusters: K,
@@ -261,14 +263,6 @@ fn run_all(o: &Options) -> Result<Vec<Run>> {
     }
     bar.finish_and_clear();
     Ok(runs)
-}
-
-fn mean_std(v: &[f64]) -> (f64, f64) {
-    let n = v.len().max(1) as f64;
-    let mean = v.iter().sum::<f64>() / n;
-    let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>()
-        / (v.len().saturating_sub(1).max(1)) as f64;
-    (mean, var.sqrt())
 }
 
 /// Runs every configuration and method and writes `report.md`, `errors.csv` and

@@ -18,6 +18,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use fedcluster_algorithms::{Aggregation, InitScheme, cflmgd, fedavg, ifca, local};
 use fedcluster_data::{MnistClustersSpec, Transform};
 
+use super::mean_std;
 use crate::config::{AlgorithmConfig, DataConfig, ModelConfig, RunConfig};
 use crate::experiment::{Outcome, build_data, execute};
 use crate::plot::{Series, line_chart};
@@ -217,6 +218,7 @@ fn run_config(
         rounds: o.rounds,
         threads: o.threads,
         eval_every,
+        test_pick: Default::default(),
         data: DataConfig::Mnist(MnistClustersSpec {
             transforms: vec![
                 Transform::Identity,
@@ -295,14 +297,6 @@ fn run_all(exp: &Experiment, o: &Options) -> Result<Vec<Run>> {
     }
     bar.finish_and_clear();
     Ok(runs)
-}
-
-fn mean_std(v: &[f64]) -> (f64, f64) {
-    let n = v.len().max(1) as f64;
-    let mean = v.iter().sum::<f64>() / n;
-    let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>()
-        / (v.len().saturating_sub(1).max(1)) as f64;
-    (mean, var.sqrt())
 }
 
 /// Runs the experiment and writes `report.md`, `results.csv`, `curves.csv` and

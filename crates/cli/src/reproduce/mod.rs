@@ -3,6 +3,7 @@
 
 pub mod ifca_success;
 pub mod mixed_regression;
+pub mod mixed_regression_mnist;
 pub mod mnist;
 
 /// Reproductions that `fedcluster reproduce` knows, with a one-line description.
@@ -23,4 +24,17 @@ pub const EXPERIMENTS: &[(&str, &str)] = &[
         "mixed-regression",
         "Su, Xu, Yang Figs. 1-3: two-phase (FedAvg s in {1, 5, 10}, FedProx), FedAvg, one-shot, IFCA, oracle on mixed linear regression",
     ),
+    (
+        "mixed-regression-mnist",
+        "Su, Xu, Yang Figs. 4-5: two-phase, FedAvg, one-shot, IFCA, oracle on 14x14 MNIST with 25,000 two-image clients, k = 2 and 4",
+    ),
 ];
+
+/// Mean and sample standard deviation (0 for fewer than two values).
+pub(crate) fn mean_std(v: &[f64]) -> (f64, f64) {
+    let n = v.len().max(1) as f64;
+    let mean = v.iter().sum::<f64>() / n;
+    let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>()
+        / (v.len().saturating_sub(1).max(1)) as f64;
+    (mean, var.sqrt())
+}

@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{DataError, Result};
 
+pub mod anchored;
 pub mod idx;
 pub mod partition;
 pub mod transform;
@@ -22,6 +23,7 @@ pub mod transform;
 #[cfg(test)]
 mod tests;
 
+pub use anchored::{MnistAnchoredSpec, mnist_anchored};
 pub use partition::{MnistClustersSpec, mnist_clusters};
 pub use transform::{Transform, downsample2x2};
 

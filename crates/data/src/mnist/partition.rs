@@ -119,16 +119,21 @@ impl MnistClustersSpec {
     /// Name of the data set: `mnist-` and the transforms, e.g.
     /// `mnist-identity-invert`, with `-14x14` appended when downsampled.
     pub fn name(&self) -> String {
-        let mut name = String::from("mnist");
-        for t in &self.transforms {
-            name.push('-');
-            name.push_str(t.name());
-        }
-        if self.downsample {
-            name.push_str("-14x14");
-        }
-        name
+        dataset_name("mnist", &self.transforms, self.downsample)
     }
+}
+
+/// `prefix`, then `-` and each transform's name, then `-14x14` when downsampled.
+pub(super) fn dataset_name(prefix: &str, transforms: &[Transform], downsample: bool) -> String {
+    let mut name = String::from(prefix);
+    for t in transforms {
+        name.push('-');
+        name.push_str(t.name());
+    }
+    if downsample {
+        name.push_str("-14x14");
+    }
+    name
 }
 
 /// Builds the clustered partition of `mnist` described by `spec` (see the
@@ -141,7 +146,7 @@ impl MnistClustersSpec {
 pub fn mnist_clusters(mnist: &Mnist, spec: &MnistClustersSpec, seed: u64) -> Result<FederatedData> {
     check_mnist(mnist)?;
     spec.check_sizes(mnist.train_len(), mnist.test_len())?;
-    let shape = Shape::new(mnist, spec)?;
+    let shape = Shape::new(mnist, spec.downsample, &spec.transforms)?;
     let k = spec.transforms.len();
     let n = spec.points_per_client;
     let (per_cluster, test_per_cluster) = (spec.clients / k, spec.test_clients / k);
@@ -184,7 +189,7 @@ pub fn mnist_clusters(mnist: &Mnist, spec: &MnistClustersSpec, seed: u64) -> Res
 }
 
 /// Checks that the public fields of `mnist` fit together.
-fn check_mnist(mnist: &Mnist) -> Result<()> {
+pub(super) fn check_mnist(mnist: &Mnist) -> Result<()> {
     let len = mnist.rows.checked_mul(mnist.cols);
     for (split, images, labels) in [
         ("train", &mnist.train_images, &mnist.train_labels),
@@ -213,22 +218,22 @@ fn check_mnist(mnist: &Mnist) -> Result<()> {
 }
 
 /// Image sizes before and after the optional downsampling.
-struct Shape {
+pub(super) struct Shape {
     rows: usize,
     cols: usize,
     downsample: bool,
 }
 
 impl Shape {
-    fn new(mnist: &Mnist, spec: &MnistClustersSpec) -> Result<Self> {
+    pub(super) fn new(mnist: &Mnist, downsample: bool, transforms: &[Transform]) -> Result<Self> {
         let shape = Self {
             rows: mnist.rows,
             cols: mnist.cols,
-            downsample: spec.downsample,
+            downsample,
         };
         let (rows, cols) = shape.out();
         if rows * cols == 0 {
-            let field = if spec.downsample {
+            let field = if downsample {
                 "downsample"
             } else {
                 "mnist.rows"
@@ -239,7 +244,7 @@ impl Shape {
             ));
         }
         if rows != cols
-            && let Some(j) = spec.transforms.iter().position(|t| t.is_rotation())
+            && let Some(j) = transforms.iter().position(|t| t.is_rotation())
         {
             return Err(DataError::invalid(
                 format!("transforms[{j}]"),
@@ -259,18 +264,18 @@ impl Shape {
     }
 
     /// Features per sample.
-    fn dim(&self) -> usize {
+    pub(super) fn dim(&self) -> usize {
         let (rows, cols) = self.out();
         rows * cols
     }
 
-    fn scratch_len(&self) -> usize {
+    pub(super) fn scratch_len(&self) -> usize {
         if self.downsample { self.dim() } else { 0 }
     }
 
     /// A client holding the images at `indices`, downsampled if asked, then
     /// transformed by `t`, written straight into its feature vector.
-    fn client(
+    pub(super) fn client(
         &self,
         (images, labels): (&[f32], &[u32]),
         indices: impl ExactSizeIterator<Item = usize>,
