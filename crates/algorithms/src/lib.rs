@@ -24,6 +24,7 @@ pub mod ifca;
 pub mod local;
 pub mod oneshot;
 pub mod oracle;
+pub mod srfca;
 pub mod twophase;
 
 pub use common::aggregate::Aggregation;

@@ -7,7 +7,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use serde::{Deserialize, Serialize};
 
 use fedcluster_algorithms::{
-    Checked, FieldError, cflmgd, fedavg, fedprox, ifca, local, oneshot, twophase,
+    Checked, FieldError, cflmgd, fedavg, fedprox, ifca, local, oneshot, srfca, twophase,
 };
 
 /// A whole experiment.
@@ -32,6 +32,10 @@ pub struct RunConfig {
     /// `highest-accuracy`.
     #[serde(default)]
     pub test_pick: fedcluster_sim::record::TestPick,
+    /// Local training: score at most this many local models (evenly spaced) on
+    /// their cluster's test data; 0 (default) scores every one.
+    #[serde(default)]
+    pub local_eval_models: usize,
     /// The federated data set.
     pub data: DataConfig,
     /// The model architecture.
@@ -131,6 +135,8 @@ pub enum AlgorithmConfig {
     Twophase(twophase::Config),
     /// FedProx: one global model, proximal local solves.
     Fedprox(fedprox::Config),
+    /// SR-FCA: threshold-graph clustering refined by trimmed-mean training.
+    Srfca(srfca::Config),
 }
 
 impl AlgorithmConfig {
@@ -145,6 +151,7 @@ impl AlgorithmConfig {
             AlgorithmConfig::Local(_) => "local",
             AlgorithmConfig::Twophase(_) => "twophase",
             AlgorithmConfig::Fedprox(_) => "fedprox",
+            AlgorithmConfig::Srfca(_) => "srfca",
         }
     }
 }
@@ -233,6 +240,7 @@ impl RunConfig {
                 Checked::new(c.clone())?;
                 CheckedAlgorithm::Twophase(Checked::new(c.two_phase())?)
             }
+            AlgorithmConfig::Srfca(c) => CheckedAlgorithm::Srfca(Checked::new(c.clone())?),
         })
     }
 }
@@ -252,6 +260,8 @@ pub enum CheckedAlgorithm {
     Local(Checked<local::Config>),
     /// The two-phase method, or its Phase 2 alone (IFCA, oracle, FedProx).
     Twophase(Checked<twophase::Config>),
+    /// SR-FCA.
+    Srfca(Checked<srfca::Config>),
 }
 
 /// Serde loses the field path inside internally tagged enums (`[data]` by
@@ -299,6 +309,7 @@ fn tagged_section_error(table: &toml::Table) -> Option<(String, String)> {
         "local" => probe::<local::Config>("algorithm", t),
         "twophase" => probe::<twophase::Config>("algorithm", t),
         "fedprox" => probe::<fedprox::Config>("algorithm", t),
+        "srfca" => probe::<srfca::Config>("algorithm", t),
         _ => None,
     }
 }

@@ -6,7 +6,7 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 
 use fedcluster_algorithms::twophase::{self, Start};
-use fedcluster_algorithms::{fedavg, ifca, local, oneshot, oracle};
+use fedcluster_algorithms::{fedavg, ifca, local, oneshot, oracle, srfca};
 use fedcluster_core::{Batch, ClientHalf, Model, ServerHalf};
 use fedcluster_data::{FederatedData, Task};
 use fedcluster_models::{Cnn, LinearRegression, LogisticRegression, Mlp};
@@ -224,6 +224,11 @@ pub fn execute(
             };
             ctx.drive(server, vec![client; m], progress)
         }
+        CheckedAlgorithm::Srfca(c) => {
+            let client = srfca::SrFcaClient::new(&c);
+            let server = srfca::SrFcaServer::new(c, model, m, seed);
+            ctx.drive(server, vec![client; m], progress)
+        }
         CheckedAlgorithm::Local(c) => {
             let client = local::LocalClient::new(c.lr, c.local_steps, c.init);
             ctx.drive(
@@ -272,6 +277,7 @@ impl Driver<'_> {
             model: self.model,
             clients: &self.test,
             pick: cfg.test_pick,
+            local_models: cfg.local_eval_models,
         };
         let mut all = Vec::new();
         let (mut selected, mut replicas) = (0, 0);

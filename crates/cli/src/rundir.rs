@@ -34,6 +34,10 @@ pub struct Final {
     pub test_loss: Option<f64>,
     /// Fraction of test clients that picked another cluster's model.
     pub test_misclustering: Option<f64>,
+    /// Number of cluster models (clustered algorithms).
+    pub clusters_found: Option<usize>,
+    /// Misclustering with each found cluster labelled by its majority true cluster.
+    pub majority_misclustering: Option<f64>,
 }
 
 /// Final metrics of one replica.
@@ -109,6 +113,8 @@ impl Summary {
                 test_accuracy: last.and_then(|r| r.test_accuracy),
                 test_loss: last.and_then(|r| r.test_loss),
                 test_misclustering: last.and_then(|r| r.test_misclustering),
+                clusters_found: last.and_then(|r| r.clusters_found),
+                majority_misclustering: last.and_then(|r| r.majority_misclustering),
             },
             replicas: outcome
                 .final_records()
@@ -138,18 +144,20 @@ pub fn metrics_csv<'a>(
     if with_replica {
         out.push_str("replica,");
     }
-    out.push_str("round,train_loss,param_error,misclustering,test_loss,test_accuracy,test_misclustering,participants,bytes_down,bytes_up,diverged\n");
+    out.push_str("round,train_loss,param_error,misclustering,majority_misclustering,clusters_found,test_loss,test_accuracy,test_misclustering,participants,bytes_down,bytes_up,diverged\n");
     for r in records {
         if with_replica {
             let _ = write!(out, "{},", r.replica);
         }
         let _ = writeln!(
             out,
-            "{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{}",
             r.round,
             opt(r.train_loss),
             opt(r.param_error),
             opt(r.misclustering),
+            opt(r.majority_misclustering),
+            r.clusters_found.map(|c| c.to_string()).unwrap_or_default(),
             opt(r.test_loss),
             opt(r.test_accuracy),
             opt(r.test_misclustering),

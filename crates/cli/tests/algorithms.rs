@@ -192,3 +192,19 @@ kind = "linear"
     // One model for three clusters stays far from every truth.
     assert!(p.param_error.unwrap() > 3.0 * best, "{:?}", p.param_error);
 }
+
+/// SR-FCA through the CLI config: it is not told k, finds the two clusters of
+/// the small synthetic problem and reports them in the records.
+#[test]
+fn srfca_config_finds_the_clusters_without_k() {
+    let cfg = small(
+        "name = \"srfca\"\ndistance = \"l2\"\nthreshold = { kind = \"quantile\", value = 0.3 }\n\
+         local_steps = 100\nlocal_lr = 0.05\nrefine_rounds = 50\nlr = 0.1\ninit = { kind = \"zeros\" }",
+        200,
+    );
+    let r = last(&check(&cfg, &[]));
+    assert_eq!(r.clusters_found, Some(2));
+    assert_eq!(r.majority_misclustering, Some(0.0));
+    assert_eq!(r.misclustering, Some(0.0));
+    assert!(r.param_error.unwrap() <= 0.6 * SIGMA, "{:?}", r.param_error);
+}

@@ -82,6 +82,34 @@ pub fn per_client_param_error(
     Some(total / labels.len() as f64)
 }
 
+/// SR-FCA's misclustering (Definition 3.1), for algorithms that find their own
+/// number of clusters: each found cluster is labelled by the true cluster of the
+/// strict majority (> 1/2) of its clients; a client is misclustered when it is
+/// unassigned, in a cluster without such a majority, or of another true cluster
+/// than its cluster's label. Several found clusters may share a label (a split
+/// cluster is not penalised). `None` when there are no clients or the lengths
+/// differ.
+pub fn majority_misclustering(assignment: &[Option<usize>], labels: &[usize]) -> Option<f64> {
+    let n = labels.len();
+    if n == 0 || assignment.len() != n {
+        return None;
+    }
+    let mut counts: HashMap<usize, HashMap<usize, usize>> = HashMap::new();
+    for (a, &l) in assignment.iter().zip(labels) {
+        if let Some(c) = a {
+            *counts.entry(*c).or_default().entry(l).or_default() += 1;
+        }
+    }
+    let correct: usize = counts
+        .values()
+        .filter_map(|by_label| {
+            let size: usize = by_label.values().sum();
+            by_label.values().copied().find(|&k| 2 * k > size)
+        })
+        .sum();
+    Some((n - correct) as f64 / n as f64)
+}
+
 /// Fraction of clients whose model differs from their true cluster under the
 /// best one-to-one relabelling of model indices to cluster indices.
 ///

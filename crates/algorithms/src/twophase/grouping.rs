@@ -3,6 +3,8 @@
 
 use fedcluster_core::params::dist;
 
+use crate::common::graph::connected_components;
+
 /// The `k` centres and which centre each anchor joined.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Grouping {
@@ -20,33 +22,7 @@ pub struct Grouping {
 pub fn group_anchors(estimates: &[f32], d: usize, threshold: f64, k: usize) -> Grouping {
     let h = estimates.len() / d.max(1);
     let row = |i: usize| &estimates[i * d..(i + 1) * d];
-    // Union-find over the pairs closer than the threshold.
-    let mut parent: Vec<usize> = (0..h).collect();
-    fn root(parent: &mut [usize], mut i: usize) -> usize {
-        while parent[i] != i {
-            parent[i] = parent[parent[i]];
-            i = parent[i];
-        }
-        i
-    }
-    for i in 0..h {
-        for j in i + 1..h {
-            if dist(row(i), row(j)) < threshold {
-                let (a, b) = (root(&mut parent, i), root(&mut parent, j));
-                parent[a.max(b)] = a.min(b);
-            }
-        }
-    }
-    let mut groups: Vec<Vec<usize>> = Vec::new();
-    let mut group_of_root = vec![usize::MAX; h];
-    for i in 0..h {
-        let r = root(&mut parent, i);
-        if group_of_root[r] == usize::MAX {
-            group_of_root[r] = groups.len();
-            groups.push(Vec::new());
-        }
-        groups[group_of_root[r]].push(i);
-    }
+    let mut groups = connected_components(h, |i, j| dist(row(i), row(j)) < threshold);
     // Largest first; the stable sort keeps lowest-index-first among equals.
     groups.sort_by_key(|g| std::cmp::Reverse(g.len()));
     let mut centres = Vec::with_capacity(k * d);

@@ -95,6 +95,7 @@ pub fn trial_config(sigma: f64, separation: f64, seed: u64, options: &Options) -
         threads: options.threads,
         eval_every: 0,
         test_pick: Default::default(),
+        local_eval_models: 0,
         data: DataConfig::IfcaSynthetic(IfcaSyntheticSpec {
             clients: 100,
             points_per_client: 100,

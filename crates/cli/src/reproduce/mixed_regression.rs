@@ -187,6 +187,7 @@ fn run_config(
         threads: o.threads,
         eval_every: 0,
         test_pick: Default::default(),
+        local_eval_models: 0,
         data: DataConfig::MixedRegression(MixedRegressionSpec {
             dim: D,
             clusters: K,

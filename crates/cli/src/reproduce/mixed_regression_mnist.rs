@@ -41,13 +41,13 @@ pub struct Options {
 }
 
 impl Options {
-    /// 3 seeds, 300 Phase 2 rounds.
+    /// 3 seeds, 1,000 Phase 2 rounds (a round costs about a millisecond).
     pub fn full(data_dir: PathBuf, threads: usize) -> Self {
         Self {
             data_dir,
             seeds: 3,
-            rounds: 300,
-            eval_every: 5,
+            rounds: 1000,
+            eval_every: 10,
             threads,
         }
     }
@@ -70,8 +70,9 @@ const PER_ROUND: usize = 100;
 const SUBSPACE_CLIENTS: usize = 1_000;
 const LR: f32 = 0.1;
 const STEPS: usize = 5;
-/// Exchanges of the federated orthogonal iteration per Phase 1 iteration.
-const ORTHOGONAL_STEPS: usize = 10;
+/// Exchanges of the federated orthogonal iteration per Phase 1 iteration (with
+/// 10, Phase 1 left the rotations unseparated on one seed of three).
+const ORTHOGONAL_STEPS: usize = 20;
 /// Curvature bounds `α = β` of the logistic per-sample loss, so that an anchor
 /// moves by `σ̂ / (2β)` (tuned on seed 1; the paper does not give them).
 const CURVATURE: f32 = 0.15;
@@ -187,6 +188,7 @@ impl Setting {
             threads: o.threads,
             eval_every: o.eval_every,
             test_pick: TestPick::HighestAccuracy,
+            local_eval_models: 0,
             data: DataConfig::MnistAnchored(MnistAnchoredSpec {
                 transforms: self.transforms.to_vec(),
                 anchor_points: ANCHOR_POINTS,

@@ -228,3 +228,18 @@ fn ari_matches_hand_computed_values() {
 fn ari_of_mismatched_lengths_is_nan() {
     assert!(adjusted_rand_index(&[0, 1], &[0]).is_nan());
 }
+
+#[test]
+fn majority_misclustering_spares_split_clusters_but_counts_impurities() {
+    // Truth: 0 0 0 0 1 1. Found: {0,1} {2,3} {4,5}: a split cluster, exact.
+    let labels = [0, 0, 0, 0, 1, 1];
+    let split = [Some(0), Some(0), Some(1), Some(1), Some(2), Some(2)];
+    assert_eq!(majority_misclustering(&split, &labels), Some(0.0));
+    // {0,1,4} has label 0 with client 4 impure; client 5 unassigned.
+    let impure = [Some(0), Some(0), Some(1), Some(1), Some(0), None];
+    assert_eq!(majority_misclustering(&impure, &labels), Some(2.0 / 6.0));
+    // A 1-1 tie has no majority: both count.
+    let tie = [Some(0), Some(1), Some(1), Some(1), Some(0), Some(2)];
+    assert_eq!(majority_misclustering(&tie, &labels), Some(2.0 / 6.0));
+    assert_eq!(majority_misclustering(&[], &[]), None);
+}

@@ -1,0 +1,77 @@
+//! The SR-FCA client: local training, model evaluation and gradients. It keeps
+//! no state.
+
+use fedcluster_core::{AlgoError, ClientEnv, ClientHalf, RoundCtx};
+
+use super::config::Config;
+use super::messages::{Down, Up};
+use crate::common::messages::ModelReply;
+
+/// The client half of SR-FCA.
+#[derive(Debug, Clone)]
+pub struct SrFcaClient {
+    local_steps: usize,
+    local_lr: f32,
+}
+
+impl SrFcaClient {
+    /// A client for `config`.
+    pub fn new(config: &Config) -> Self {
+        Self {
+            local_steps: config.local_steps,
+            local_lr: config.local_lr,
+        }
+    }
+}
+
+impl ClientHalf for SrFcaClient {
+    type Down = Down;
+    type Up = Up;
+
+    fn handle(
+        &mut self,
+        _ctx: &RoundCtx,
+        msg: &Down,
+        env: &mut ClientEnv<'_>,
+    ) -> Result<Up, AlgoError> {
+        let samples = env.data.len();
+        Ok(match msg {
+            Down::TrainLocal(w0) => {
+                let mut params = w0.to_vec();
+                let loss = env.model.train(
+                    &mut params,
+                    env.data,
+                    self.local_lr,
+                    self.local_steps,
+                    env.ws,
+                );
+                // Report the loss of the trained model: ONE_SHOT's local fit.
+                let fit = if loss.is_finite() {
+                    env.model.loss(&params, env.data, env.ws)
+                } else {
+                    loss
+                };
+                Up::Local(ModelReply::checked(params, fit, samples))
+            }
+            Down::Evaluate { models, p } => {
+                let mut losses = vec![0.0f64; models.len() / (*p).max(1)];
+                env.model.losses(models, env.data, &mut losses, env.ws);
+                // A model that overflows on this client's data is infinitely far.
+                losses
+                    .iter_mut()
+                    .filter(|l| !l.is_finite())
+                    .for_each(|l| *l = f64::MAX);
+                Up::Losses(losses)
+            }
+            Down::Gradient { models, cluster, p } => {
+                let c = *cluster as usize;
+                let start = models.get(c * p..(c + 1) * p).ok_or_else(|| {
+                    AlgoError::Protocol(format!("cluster {c} is not among the models"))
+                })?;
+                let mut grad = vec![0.0f32; *p];
+                let loss = env.model.loss_grad(start, env.data, &mut grad, env.ws);
+                Up::Gradient(ModelReply::checked(grad, loss, samples))
+            }
+        })
+    }
+}

@@ -1,0 +1,122 @@
+//! SR-FCA configuration.
+
+use serde::{Deserialize, Serialize};
+
+use crate::common::checked::{FieldError, Validate, at_least_one, positive};
+use crate::common::init::InitScheme;
+
+/// How distances between models are measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Distance {
+    /// Euclidean distance between parameter vectors (Section 4).
+    L2,
+    /// The cross-cluster loss of Definition 5.1, `½(f_i(w_j) + f_j(w_i))`.
+    #[default]
+    CrossLoss,
+}
+
+/// The threshold `λ` of ONE_SHOT and MERGE.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields, tag = "kind")]
+pub enum Threshold {
+    /// `λ` itself.
+    Absolute {
+        /// The distance below which two models are linked.
+        value: f64,
+    },
+    /// `λ` as this quantile of the pairwise distances between the clients'
+    /// local models (the public code's `dist_fraction`).
+    Quantile {
+        /// A fraction in `(0, 1)`.
+        value: f64,
+    },
+}
+
+/// SR-FCA parameters.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// `λ`.
+    pub threshold: Threshold,
+    /// `t`: clusters (components) with fewer clients are dropped.
+    #[serde(default = "default_min_size")]
+    pub min_size: usize,
+    /// ℓ2 or cross-cluster loss.
+    #[serde(default)]
+    pub distance: Distance,
+    /// ONE_SHOT: full-batch gradient steps of each client's local model.
+    #[serde(default = "default_local_steps")]
+    pub local_steps: usize,
+    /// ONE_SHOT: step size of the local training.
+    pub local_lr: f32,
+    /// `R`: REFINE steps.
+    #[serde(default = "default_refine_steps")]
+    pub refine_steps: usize,
+    /// TrimmedMeanGD rounds per REFINE step.
+    #[serde(default = "default_refine_rounds")]
+    pub refine_rounds: usize,
+    /// `β`: the trimmed mean drops this fraction at each end, in `[0, 0.5)`.
+    #[serde(default = "default_trim")]
+    pub trim: f64,
+    /// TrimmedMeanGD step size.
+    pub lr: f32,
+    /// `w_0`, the start of every local and cluster model.
+    #[serde(default)]
+    pub init: InitScheme,
+}
+
+fn default_min_size() -> usize {
+    2
+}
+fn default_local_steps() -> usize {
+    100
+}
+fn default_refine_steps() -> usize {
+    2
+}
+fn default_refine_rounds() -> usize {
+    20
+}
+fn default_trim() -> f64 {
+    0.1
+}
+
+impl Config {
+    /// Rounds SR-FCA itself takes: the local models, the pairwise losses
+    /// (cross-loss only), then per REFINE step its TrimmedMeanGD rounds and an
+    /// evaluation round (cross-loss only). Later rounds keep training the final
+    /// clusters' models with TrimmedMeanGD.
+    pub fn clustering_rounds(&self) -> usize {
+        let eval = usize::from(self.distance == Distance::CrossLoss);
+        1 + eval + self.refine_steps * (self.refine_rounds + eval)
+    }
+}
+
+impl Validate for Config {
+    fn validate(&self) -> Result<(), FieldError> {
+        match self.threshold {
+            Threshold::Absolute { value } => positive("threshold.value", value)?,
+            Threshold::Quantile { value } => {
+                if !(value > 0.0 && value < 1.0) {
+                    return Err(FieldError::new(
+                        "threshold.value",
+                        format!("a quantile must lie in (0, 1), got {value}"),
+                    ));
+                }
+            }
+        }
+        at_least_one("min_size", self.min_size)?;
+        at_least_one("local_steps", self.local_steps)?;
+        positive("local_lr", f64::from(self.local_lr))?;
+        at_least_one("refine_rounds", self.refine_rounds)?;
+        if !(0.0..0.5).contains(&self.trim) {
+            return Err(FieldError::new(
+                "trim",
+                format!("must lie in [0, 0.5), got {}", self.trim),
+            ));
+        }
+        positive("lr", f64::from(self.lr))?;
+        self.init.validate("init")
+    }
+}

@@ -1,0 +1,74 @@
+//! SR-FCA messages.
+
+use std::sync::Arc;
+
+use fedcluster_core::Message;
+use fedcluster_core::params::all_finite;
+
+use crate::common::messages::ModelReply;
+
+/// Server to client.
+#[derive(Debug, Clone)]
+pub enum Down {
+    /// ONE_SHOT: train a local model from `w_0`.
+    TrainLocal(Arc<Vec<f32>>),
+    /// Report the loss of each of these models (back to back) on your data.
+    Evaluate {
+        /// The models.
+        models: Arc<Vec<f32>>,
+        /// Parameters per model.
+        p: usize,
+    },
+    /// TrimmedMeanGD: the gradient of your loss at the model of `cluster`.
+    Gradient {
+        /// All cluster models, shared in process.
+        models: Arc<Vec<f32>>,
+        /// The client's cluster.
+        cluster: u32,
+        /// Parameters per model.
+        p: usize,
+    },
+}
+
+/// Client to server.
+#[derive(Debug, Clone)]
+pub enum Up {
+    /// The local model.
+    Local(ModelReply),
+    /// One loss per evaluated model.
+    Losses(Vec<f64>),
+    /// The gradient at the cluster model.
+    Gradient(ModelReply),
+}
+
+impl Message for Down {
+    fn wire_bytes(&self) -> u64 {
+        4 + match self {
+            Down::TrainLocal(w0) => w0.len() as u64 * 4,
+            Down::Evaluate { models, .. } => models.len() as u64 * 4,
+            Down::Gradient { p, .. } => *p as u64 * 4 + 4,
+        }
+    }
+    fn is_finite(&self) -> bool {
+        match self {
+            Down::TrainLocal(m)
+            | Down::Evaluate { models: m, .. }
+            | Down::Gradient { models: m, .. } => all_finite(m),
+        }
+    }
+}
+
+impl Message for Up {
+    fn wire_bytes(&self) -> u64 {
+        4 + match self {
+            Up::Local(r) | Up::Gradient(r) => r.wire_bytes(),
+            Up::Losses(l) => l.len() as u64 * 8,
+        }
+    }
+    fn is_finite(&self) -> bool {
+        match self {
+            Up::Local(r) | Up::Gradient(r) => r.is_finite(),
+            Up::Losses(l) => l.iter().all(|v| v.is_finite()),
+        }
+    }
+}

@@ -1,0 +1,43 @@
+//! SR-FCA: successive refinement of a threshold-graph clustering.
+//!
+//! "An Improved Federated Clustering Algorithm with Model-based Clustering"
+//! (anonymous authors, under double-blind review; public code harshv834/sr-fca),
+//! Algorithms 1-4: needs neither the number of
+//! clusters nor a good initialisation.
+//!
+//! Round protocol:
+//! 1. ONE_SHOT, round 0: every client trains a local model `w_i` for
+//!    `local_steps` full-batch gradient steps from `w_0` and sends it.
+//! 2. Cross-loss distance only, round 1: every client scores every local model
+//!    on its data, `f_j(w_i)`; `dist(i, j) = ½(f_i(w_j) + f_j(w_i))`
+//!    (Definition 5.1). With ℓ2 the server uses `‖w_i − w_j‖` directly.
+//! 3. The server resolves `λ` (a value or a quantile of the pairwise
+//!    distances), links clients at distance `<= λ` and keeps the connected
+//!    components of at least `t` clients as `C_0`; the others wait unassigned.
+//! 4. REFINE, `R` times: (a) TrimmedMeanGD (Algorithm 3), `refine_rounds`
+//!    rounds: each cluster model starts at `w_0`, its members send the gradient
+//!    at it, and the server steps along the coordinate-wise trimmed mean
+//!    `TrMean_β` of the gradients (Definition 3.2); (b) cross-loss only, one
+//!    round in which every client scores every cluster model, `f_i(ω_c)`;
+//!    (c) RECLUSTER (Algorithm 2): every client, assigned or not, joins the
+//!    nearest cluster model, `dist(w_i, ω_c)` with the cluster's loss `f_c` the
+//!    sample-weighted loss of its members; (d) MERGE (Algorithm 4): clusters at
+//!    distance `<= λ` are joined, the merged model is the mean of its parts,
+//!    and merged clusters of fewer than `t` clients are dropped (their clients
+//!    unassigned until the next RECLUSTER).
+//! 5. Remaining rounds: TrimmedMeanGD on the final clusters.
+
+mod client;
+mod clustering;
+mod config;
+mod messages;
+mod server;
+
+pub use client::SrFcaClient;
+pub use clustering::{merge, one_shot, recluster, resolve_threshold};
+pub use config::{Config, Distance, Threshold};
+pub use messages::{Down, Up};
+pub use server::SrFcaServer;
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,400 @@
+//! The SR-FCA server: ONE_SHOT, then REFINE steps, then training of the final
+//! clusters.
+
+use std::sync::Arc;
+
+use fedcluster_core::params::{axpy, dist, trimmed_mean_into};
+use fedcluster_core::{
+    AlgoError, ClientId, Model, Purpose, ReplicaView, Rng, RoundCtx, ServerHalf, Snapshot, stream,
+};
+
+use super::clustering::{merge, one_shot, recluster, resolve_threshold};
+use super::config::{Config, Distance};
+use super::messages::{Down, Up};
+use crate::common::checked::Checked;
+
+/// Where the protocol stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    /// ONE_SHOT: the clients train their local models.
+    Local,
+    /// ONE_SHOT, cross-loss distance: every client scores every local model.
+    PairLosses,
+    /// REFINE `refine`: TrimmedMeanGD round `round`.
+    Train { refine: usize, round: usize },
+    /// REFINE `refine`, cross-loss distance: every client scores every cluster model.
+    Evaluate { refine: usize },
+    /// After the last REFINE: TrimmedMeanGD on the final clusters.
+    Final,
+}
+
+/// The server half of SR-FCA.
+#[derive(Debug)]
+pub struct SrFcaServer {
+    config: Checked<Config>,
+    p: usize,
+    m: usize,
+    w0: Arc<Vec<f32>>,
+    stage: Stage,
+    /// The clients' local models `w_i`, `m x p`.
+    local: Vec<f32>,
+    /// Local sample counts `n_i`.
+    samples: Vec<usize>,
+    /// `f_j(w_i)` at `[j * m + i]` (cross-loss only).
+    pair_losses: Vec<f64>,
+    /// `λ`, once ONE_SHOT has resolved it.
+    lambda: Option<f64>,
+    /// Cluster models `ω_c`, back to back.
+    models: Vec<f32>,
+    /// Each client's cluster (`None`: unassigned).
+    assignment: Vec<Option<usize>>,
+    /// The identity assignment, for the snapshot of the local models.
+    identity: Vec<Option<usize>>,
+    /// `f_i(ω_c)` at `[i * k + c]` from the last evaluation round.
+    cluster_losses: Vec<f64>,
+    /// This round's gradients, per cluster, in client-id order.
+    gradients: Vec<Vec<Vec<f32>>>,
+    loss_sum: (f64, usize),
+    train_loss: Option<f64>,
+}
+
+impl SrFcaServer {
+    /// A server for `m` clients; `w_0` comes from the stream `(seed, Init, 0)`.
+    pub fn new(config: Checked<Config>, model: &dyn Model, m: usize, seed: u64) -> Self {
+        let p = model.num_params();
+        let mut w0 = vec![0.0; p];
+        config
+            .init
+            .fill(model, &mut stream(seed, Purpose::Init, 0, 0), &mut w0);
+        Self {
+            config,
+            p,
+            m,
+            w0: Arc::new(w0),
+            stage: Stage::Local,
+            local: vec![0.0; m * p],
+            samples: vec![0; m],
+            pair_losses: Vec::new(),
+            lambda: None,
+            models: Vec::new(),
+            assignment: vec![None; m],
+            identity: (0..m).map(Some).collect(),
+            cluster_losses: Vec::new(),
+            gradients: Vec::new(),
+            loss_sum: (0.0, 0),
+            train_loss: None,
+        }
+    }
+
+    /// Number of clusters now.
+    pub fn clusters(&self) -> usize {
+        self.models.len() / self.p
+    }
+
+    /// `λ` once ONE_SHOT has run.
+    pub fn threshold(&self) -> Option<f64> {
+        self.lambda
+    }
+
+    fn model(&self, c: usize) -> &[f32] {
+        &self.models[c * self.p..(c + 1) * self.p]
+    }
+
+    fn members(&self, k: usize) -> Vec<Vec<usize>> {
+        let mut members = vec![Vec::new(); k];
+        for (i, a) in self.assignment.iter().enumerate() {
+            if let Some(c) = a {
+                members[*c].push(i);
+            }
+        }
+        members
+    }
+
+    /// Sample-weighted mean over `clients` of `loss(j)`.
+    fn weighted(&self, clients: &[usize], loss: impl Fn(usize) -> f64) -> f64 {
+        let (mut sum, mut n) = (0.0, 0.0);
+        for &j in clients {
+            let w = self.samples[j] as f64;
+            sum += w * loss(j);
+            n += w;
+        }
+        if n > 0.0 { sum / n } else { f64::INFINITY }
+    }
+
+    /// ONE_SHOT's graph on the local models: `λ`, the initial clusters, `ω = w_0`.
+    fn one_shot(&mut self) -> Result<(), AlgoError> {
+        let (m, p) = (self.m, self.p);
+        let mut d = vec![0.0f64; m * m];
+        for i in 0..m {
+            for j in 0..m {
+                d[i * m + j] = match self.config.distance {
+                    Distance::L2 => dist(
+                        &self.local[i * p..(i + 1) * p],
+                        &self.local[j * p..(j + 1) * p],
+                    ),
+                    Distance::CrossLoss => {
+                        0.5 * (self.pair_losses[i * m + j] + self.pair_losses[j * m + i])
+                    }
+                };
+            }
+        }
+        let lambda = resolve_threshold(self.config.threshold, &d, m);
+        let clusters = one_shot(&d, m, lambda, self.config.min_size);
+        if clusters.is_empty() {
+            return Err(AlgoError::Protocol(format!(
+                "threshold: ONE_SHOT found no group of at least min_size = {} clients within λ = {lambda:.4}",
+                self.config.min_size
+            )));
+        }
+        self.lambda = Some(lambda);
+        self.assignment.fill(None);
+        for (c, members) in clusters.iter().enumerate() {
+            for &i in members {
+                self.assignment[i] = Some(c);
+            }
+        }
+        self.models = self.w0.repeat(clusters.len());
+        Ok(())
+    }
+
+    /// RECLUSTER then MERGE (Algorithms 2 and 4) on the current cluster models.
+    fn recluster_and_merge(&mut self) {
+        let (k, p) = (self.clusters(), self.p);
+        let before = self.members(k);
+        let local = |i: usize| &self.local[i * p..(i + 1) * p];
+        let assignment = match self.config.distance {
+            Distance::L2 => recluster(self.m, k, |i, c| dist(local(i), self.model(c))),
+            Distance::CrossLoss => recluster(self.m, k, |i, c| {
+                // ½(f_i(ω_c) + f_c(w_i)); f_c is the loss of c's members.
+                let f_c = self.weighted(&before[c], |j| self.pair_losses[j * self.m + i]);
+                0.5 * (self.cluster_losses[i * k + c] + f_c)
+            }),
+        };
+        self.assignment = assignment;
+        let after = self.members(k);
+        let lambda = self.lambda.expect("ONE_SHOT ran");
+        let groups = match self.config.distance {
+            Distance::L2 => merge(&after, lambda, self.config.min_size, |c, d| {
+                dist(self.model(c), self.model(d))
+            }),
+            Distance::CrossLoss => merge(&after, lambda, self.config.min_size, |c, d| {
+                let f_c = self.weighted(&after[c], |j| self.cluster_losses[j * k + d]);
+                let f_d = self.weighted(&after[d], |j| self.cluster_losses[j * k + c]);
+                0.5 * (f_c + f_d)
+            }),
+        };
+        let mut models = vec![0.0f32; groups.len() * p];
+        let mut new_of_old = vec![None; k];
+        for (g, group) in groups.iter().enumerate() {
+            let out = &mut models[g * p..(g + 1) * p];
+            for &c in group {
+                new_of_old[c] = Some(g);
+                axpy(1.0 / group.len() as f32, self.model(c), out);
+            }
+        }
+        for a in &mut self.assignment {
+            *a = a.and_then(|c| new_of_old[c]);
+        }
+        self.models = models;
+    }
+
+    /// Starts REFINE `refine` (TrimmedMeanGD from `w_0`), or the final training.
+    fn start_refine(&mut self, refine: usize) {
+        if refine == self.config.refine_steps {
+            self.stage = Stage::Final;
+        } else {
+            self.models = self.w0.repeat(self.clusters());
+            self.stage = Stage::Train { refine, round: 0 };
+        }
+    }
+
+    fn after_training_round(&mut self) {
+        let Stage::Train { refine, round } = self.stage else {
+            return;
+        };
+        if round + 1 < self.config.refine_rounds {
+            self.stage = Stage::Train {
+                refine,
+                round: round + 1,
+            };
+        } else if self.config.distance == Distance::CrossLoss {
+            self.stage = Stage::Evaluate { refine };
+        } else {
+            self.recluster_and_merge();
+            self.start_refine(refine + 1);
+        }
+    }
+
+    /// TrimmedMeanGD's step (Algorithm 3): `ω_c -= lr · TrMean_β(gradients)`.
+    fn trimmed_mean_step(&mut self) -> Result<(), AlgoError> {
+        let p = self.p;
+        let mut g = vec![0.0f32; p];
+        for (c, grads) in self.gradients.iter().enumerate() {
+            if grads.is_empty() {
+                continue;
+            }
+            let refs: Vec<&[f32]> = grads.iter().map(Vec::as_slice).collect();
+            trimmed_mean_into(&refs, self.config.trim, &mut g)?;
+            axpy(-self.config.lr, &g, &mut self.models[c * p..(c + 1) * p]);
+        }
+        Ok(())
+    }
+}
+
+impl ServerHalf for SrFcaServer {
+    type Down = Down;
+    type Up = Up;
+
+    fn plan(
+        &mut self,
+        _ctx: &RoundCtx,
+        _rng: &mut Rng,
+    ) -> Result<Vec<(ClientId, Down)>, AlgoError> {
+        self.loss_sum = (0.0, 0);
+        let p = self.p;
+        Ok(match self.stage {
+            Stage::Local => (0..self.m)
+                .map(|i| (i, Down::TrainLocal(Arc::clone(&self.w0))))
+                .collect(),
+            Stage::PairLosses => {
+                let models = Arc::new(self.local.clone());
+                (0..self.m)
+                    .map(|i| {
+                        (
+                            i,
+                            Down::Evaluate {
+                                models: Arc::clone(&models),
+                                p,
+                            },
+                        )
+                    })
+                    .collect()
+            }
+            Stage::Evaluate { .. } => {
+                self.cluster_losses = vec![f64::INFINITY; self.m * self.clusters()];
+                let models = Arc::new(self.models.clone());
+                (0..self.m)
+                    .map(|i| {
+                        (
+                            i,
+                            Down::Evaluate {
+                                models: Arc::clone(&models),
+                                p,
+                            },
+                        )
+                    })
+                    .collect()
+            }
+            Stage::Train { .. } | Stage::Final => {
+                self.gradients = vec![Vec::new(); self.clusters()];
+                let models = Arc::new(self.models.clone());
+                self.assignment
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, a)| {
+                        let c = (*a)? as u32;
+                        Some((
+                            i,
+                            Down::Gradient {
+                                models: Arc::clone(&models),
+                                cluster: c,
+                                p,
+                            },
+                        ))
+                    })
+                    .collect()
+            }
+        })
+    }
+
+    fn receive(&mut self, ctx: &RoundCtx, id: ClientId, up: Up) -> Result<(), AlgoError> {
+        let malformed = || {
+            AlgoError::Protocol(format!(
+                "round {}: malformed reply from client {id}",
+                ctx.round
+            ))
+        };
+        let diverged = || AlgoError::Diverged {
+            round: ctx.round,
+            client: Some(id),
+            detail: "non-finite loss or update".into(),
+        };
+        let (p, m, k) = (self.p, self.m, self.clusters());
+        match (self.stage, up) {
+            (Stage::Local, Up::Local(r)) if r.payload.len() == p => {
+                let loss = r.loss.ok_or_else(diverged)?;
+                self.local[id * p..(id + 1) * p].copy_from_slice(&r.payload);
+                self.samples[id] = r.samples;
+                self.loss_sum.0 += loss * r.samples as f64;
+                self.loss_sum.1 += r.samples;
+            }
+            (Stage::PairLosses, Up::Losses(l)) if l.len() == m => {
+                if self.pair_losses.len() != m * m {
+                    self.pair_losses = vec![f64::INFINITY; m * m];
+                }
+                self.pair_losses[id * m..(id + 1) * m].copy_from_slice(&l);
+            }
+            (Stage::Evaluate { .. }, Up::Losses(l)) if l.len() == k => {
+                self.cluster_losses[id * k..(id + 1) * k].copy_from_slice(&l);
+            }
+            (Stage::Train { .. } | Stage::Final, Up::Gradient(r)) if r.payload.len() == p => {
+                let loss = r.loss.ok_or_else(diverged)?;
+                let c = self.assignment[id].ok_or_else(malformed)?;
+                self.gradients[c].push(r.payload);
+                self.loss_sum.0 += loss * r.samples as f64;
+                self.loss_sum.1 += r.samples;
+            }
+            _ => return Err(malformed()),
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self, _ctx: &RoundCtx) -> Result<(), AlgoError> {
+        let (sum, count) = self.loss_sum;
+        if count > 0 {
+            self.train_loss = Some(sum / count as f64);
+        }
+        match self.stage {
+            Stage::Local => match self.config.distance {
+                Distance::L2 => {
+                    self.one_shot()?;
+                    self.start_refine(0);
+                }
+                Distance::CrossLoss => self.stage = Stage::PairLosses,
+            },
+            Stage::PairLosses => {
+                self.one_shot()?;
+                self.start_refine(0);
+            }
+            Stage::Evaluate { refine } => {
+                self.recluster_and_merge();
+                self.start_refine(refine + 1);
+            }
+            Stage::Train { .. } => {
+                self.trimmed_mean_step()?;
+                self.after_training_round();
+            }
+            Stage::Final => self.trimmed_mean_step()?,
+        }
+        Ok(())
+    }
+
+    fn snapshot(&self) -> Snapshot<'_> {
+        let one_shot = matches!(self.stage, Stage::Local | Stage::PairLosses);
+        let (models, assignment) =
+            if one_shot && self.lambda.is_none() && self.samples.iter().any(|n| *n > 0) {
+                (self.local.chunks_exact(self.p).collect(), &self.identity)
+            } else {
+                (self.models.chunks_exact(self.p).collect(), &self.assignment)
+            };
+        Snapshot {
+            replicas: vec![ReplicaView {
+                models,
+                assignment,
+                train_loss: self.train_loss,
+                diverged: false,
+            }],
+            selected: 0,
+        }
+    }
+}
