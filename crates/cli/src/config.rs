@@ -137,6 +137,9 @@ pub enum AlgorithmConfig {
     Fedprox(fedprox::Config),
     /// SR-FCA: threshold-graph clustering refined by trimmed-mean training.
     Srfca(srfca::Config),
+    /// Local-KMeans (Ghosh et al. 2019, as the SR-FCA paper names it): the
+    /// one-shot clustering of `oneshot` under its baseline name.
+    LocalKmeans(oneshot::Config),
 }
 
 impl AlgorithmConfig {
@@ -152,6 +155,7 @@ impl AlgorithmConfig {
             AlgorithmConfig::Twophase(_) => "twophase",
             AlgorithmConfig::Fedprox(_) => "fedprox",
             AlgorithmConfig::Srfca(_) => "srfca",
+            AlgorithmConfig::LocalKmeans(_) => "local-kmeans",
         }
     }
 }
@@ -231,7 +235,9 @@ impl RunConfig {
                 Checked::new(c.clone())?;
                 CheckedAlgorithm::Ifca(Checked::new(c.ifca())?)
             }
-            AlgorithmConfig::Oneshot(c) => CheckedAlgorithm::Oneshot(Checked::new(c.clone())?),
+            AlgorithmConfig::Oneshot(c) | AlgorithmConfig::LocalKmeans(c) => {
+                CheckedAlgorithm::Oneshot(Checked::new(c.clone())?)
+            }
             AlgorithmConfig::Global(c) => CheckedAlgorithm::Global(Checked::new(c.clone())?),
             AlgorithmConfig::Oracle(c) => CheckedAlgorithm::Oracle(Checked::new(c.clone())?),
             AlgorithmConfig::Local(c) => CheckedAlgorithm::Local(Checked::new(c.clone())?),
@@ -304,7 +310,7 @@ fn tagged_section_error(table: &toml::Table) -> Option<(String, String)> {
     match name.as_str() {
         "ifca" => probe::<ifca::Config>("algorithm", t),
         "cflmgd" => probe::<cflmgd::Config>("algorithm", t),
-        "oneshot" => probe::<oneshot::Config>("algorithm", t),
+        "oneshot" | "local-kmeans" => probe::<oneshot::Config>("algorithm", t),
         "global" | "oracle" => probe::<fedavg::Config>("algorithm", t),
         "local" => probe::<local::Config>("algorithm", t),
         "twophase" => probe::<twophase::Config>("algorithm", t),

@@ -12,6 +12,7 @@ use crate::common::messages::ModelReply;
 pub struct SrFcaClient {
     local_steps: usize,
     local_lr: f32,
+    lr: f32,
 }
 
 impl SrFcaClient {
@@ -20,6 +21,7 @@ impl SrFcaClient {
         Self {
             local_steps: config.local_steps,
             local_lr: config.local_lr,
+            lr: config.lr,
         }
     }
 }
@@ -62,6 +64,30 @@ impl ClientHalf for SrFcaClient {
                     .filter(|l| !l.is_finite())
                     .for_each(|l| *l = f64::MAX);
                 Up::Losses(losses)
+            }
+            Down::Ifca {
+                models,
+                p,
+                local_steps,
+            } => {
+                let k = models.len() / (*p).max(1);
+                let (mut losses, mut chosen, mut out) =
+                    (vec![0.0f64; k], [0usize], vec![0.0f32; *p]);
+                let trained = env.model.assign_and_train(
+                    models,
+                    k,
+                    env.data,
+                    &[self.lr],
+                    *local_steps,
+                    &mut losses,
+                    &mut chosen,
+                    &mut out,
+                    env.ws,
+                );
+                Up::Trained {
+                    cluster: chosen[0] as u32,
+                    reply: ModelReply::checked(out, trained[0], samples),
+                }
             }
             Down::Gradient { models, cluster, p } => {
                 let c = *cluster as usize;

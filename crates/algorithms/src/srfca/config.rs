@@ -33,6 +33,23 @@ pub enum Threshold {
     },
 }
 
+/// What follows ONE_SHOT.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields, tag = "kind")]
+pub enum AfterOneShot {
+    /// SR-FCA: `refine_steps` REFINE steps, then TrimmedMeanGD.
+    #[default]
+    Refine,
+    /// ONE_SHOT-IFCA (the SR-FCA paper's baseline): IFCA with model averaging
+    /// from ONE_SHOT's clusters, each cluster model starting at the mean of its
+    /// members' local models; clients pick the lowest-loss model and run
+    /// `local_steps` gradient steps of size `lr`.
+    Ifca {
+        /// Local steps per round.
+        local_steps: usize,
+    },
+}
+
 /// SR-FCA parameters.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -64,6 +81,9 @@ pub struct Config {
     /// `w_0`, the start of every local and cluster model.
     #[serde(default)]
     pub init: InitScheme,
+    /// REFINE (SR-FCA) or IFCA (ONE_SHOT-IFCA) after ONE_SHOT.
+    #[serde(default)]
+    pub then: AfterOneShot,
 }
 
 fn default_min_size() -> usize {
@@ -83,13 +103,16 @@ fn default_trim() -> f64 {
 }
 
 impl Config {
-    /// Rounds SR-FCA itself takes: the local models, the pairwise losses
+    /// Rounds the clustering takes: the local models, the pairwise losses
     /// (cross-loss only), then per REFINE step its TrimmedMeanGD rounds and an
     /// evaluation round (cross-loss only). Later rounds keep training the final
-    /// clusters' models with TrimmedMeanGD.
+    /// clusters' models with TrimmedMeanGD (or run IFCA, after ONE_SHOT alone).
     pub fn clustering_rounds(&self) -> usize {
         let eval = usize::from(self.distance == Distance::CrossLoss);
-        1 + eval + self.refine_steps * (self.refine_rounds + eval)
+        match self.then {
+            AfterOneShot::Refine => 1 + eval + self.refine_steps * (self.refine_rounds + eval),
+            AfterOneShot::Ifca { .. } => 1 + eval,
+        }
     }
 }
 
@@ -117,6 +140,9 @@ impl Validate for Config {
             ));
         }
         positive("lr", f64::from(self.lr))?;
+        if let AfterOneShot::Ifca { local_steps } = self.then {
+            at_least_one("then.local_steps", local_steps)?;
+        }
         self.init.validate("init")
     }
 }

@@ -19,6 +19,15 @@ pub enum Down {
         /// Parameters per model.
         p: usize,
     },
+    /// ONE_SHOT-IFCA: pick the lowest-loss model among these and train it.
+    Ifca {
+        /// All cluster models, back to back.
+        models: Arc<Vec<f32>>,
+        /// Parameters per model.
+        p: usize,
+        /// Local gradient steps.
+        local_steps: usize,
+    },
     /// TrimmedMeanGD: the gradient of your loss at the model of `cluster`.
     Gradient {
         /// All cluster models, shared in process.
@@ -39,13 +48,20 @@ pub enum Up {
     Losses(Vec<f64>),
     /// The gradient at the cluster model.
     Gradient(ModelReply),
+    /// ONE_SHOT-IFCA: the chosen cluster and its trained model.
+    Trained {
+        /// The lowest-loss model.
+        cluster: u32,
+        /// The trained model, the loss at the start and the sample count.
+        reply: ModelReply,
+    },
 }
 
 impl Message for Down {
     fn wire_bytes(&self) -> u64 {
         4 + match self {
             Down::TrainLocal(w0) => w0.len() as u64 * 4,
-            Down::Evaluate { models, .. } => models.len() as u64 * 4,
+            Down::Evaluate { models, .. } | Down::Ifca { models, .. } => models.len() as u64 * 4,
             Down::Gradient { p, .. } => *p as u64 * 4 + 4,
         }
     }
@@ -53,6 +69,7 @@ impl Message for Down {
         match self {
             Down::TrainLocal(m)
             | Down::Evaluate { models: m, .. }
+            | Down::Ifca { models: m, .. }
             | Down::Gradient { models: m, .. } => all_finite(m),
         }
     }
@@ -62,12 +79,13 @@ impl Message for Up {
     fn wire_bytes(&self) -> u64 {
         4 + match self {
             Up::Local(r) | Up::Gradient(r) => r.wire_bytes(),
+            Up::Trained { reply, .. } => 4 + reply.wire_bytes(),
             Up::Losses(l) => l.len() as u64 * 8,
         }
     }
     fn is_finite(&self) -> bool {
         match self {
-            Up::Local(r) | Up::Gradient(r) => r.is_finite(),
+            Up::Local(r) | Up::Gradient(r) | Up::Trained { reply: r, .. } => r.is_finite(),
             Up::Losses(l) => l.iter().all(|v| v.is_finite()),
         }
     }

@@ -26,6 +26,10 @@
 //!    and merged clusters of fewer than `t` clients are dropped (their clients
 //!    unassigned until the next RECLUSTER).
 //! 5. Remaining rounds: TrimmedMeanGD on the final clusters.
+//!
+//! With `then = { kind = "ifca", local_steps }` steps 4-5 are replaced by IFCA
+//! with model averaging from ONE_SHOT's clusters (each starting at the mean of
+//! its members' local models): the paper's ONE_SHOT-IFCA baseline.
 
 mod client;
 mod clustering;
@@ -35,7 +39,7 @@ mod server;
 
 pub use client::SrFcaClient;
 pub use clustering::{merge, one_shot, recluster, resolve_threshold};
-pub use config::{Config, Distance, Threshold};
+pub use config::{AfterOneShot, Config, Distance, Threshold};
 pub use messages::{Down, Up};
 pub use server::SrFcaServer;
 

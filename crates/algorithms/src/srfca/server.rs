@@ -9,8 +9,9 @@ use fedcluster_core::{
 };
 
 use super::clustering::{merge, one_shot, recluster, resolve_threshold};
-use super::config::{Config, Distance};
+use super::config::{AfterOneShot, Config, Distance};
 use super::messages::{Down, Up};
+use crate::common::aggregate::ModelSums;
 use crate::common::checked::Checked;
 
 /// Where the protocol stands.
@@ -26,6 +27,8 @@ enum Stage {
     Evaluate { refine: usize },
     /// After the last REFINE: TrimmedMeanGD on the final clusters.
     Final,
+    /// ONE_SHOT-IFCA: IFCA rounds from ONE_SHOT's clusters.
+    Ifca,
 }
 
 /// The server half of SR-FCA.
@@ -56,6 +59,8 @@ pub struct SrFcaServer {
     gradients: Vec<Vec<Vec<f32>>>,
     loss_sum: (f64, usize),
     train_loss: Option<f64>,
+    /// ONE_SHOT-IFCA's running model sums.
+    sums: ModelSums,
 }
 
 impl SrFcaServer {
@@ -83,6 +88,7 @@ impl SrFcaServer {
             gradients: Vec::new(),
             loss_sum: (0.0, 0),
             train_loss: None,
+            sums: ModelSums::default(),
         }
     }
 
@@ -198,6 +204,28 @@ impl SrFcaServer {
         self.models = models;
     }
 
+    /// After ONE_SHOT: REFINE, or IFCA from the clusters' mean local models.
+    fn after_one_shot(&mut self) {
+        match self.config.then {
+            AfterOneShot::Refine => self.start_refine(0),
+            AfterOneShot::Ifca { .. } => {
+                let (k, p) = (self.clusters(), self.p);
+                let mut models = vec![0.0f32; k * p];
+                for (c, members) in self.members(k).iter().enumerate() {
+                    for &i in members {
+                        axpy(
+                            1.0 / members.len() as f32,
+                            &self.local[i * p..(i + 1) * p],
+                            &mut models[c * p..(c + 1) * p],
+                        );
+                    }
+                }
+                self.models = models;
+                self.stage = Stage::Ifca;
+            }
+        }
+    }
+
     /// Starts REFINE `refine` (TrimmedMeanGD from `w_0`), or the final training.
     fn start_refine(&mut self, refine: usize) {
         if refine == self.config.refine_steps {
@@ -285,6 +313,25 @@ impl ServerHalf for SrFcaServer {
                     })
                     .collect()
             }
+            Stage::Ifca => {
+                let AfterOneShot::Ifca { local_steps } = self.config.then else {
+                    unreachable!("the IFCA stage follows ONE_SHOT only when configured");
+                };
+                self.sums.reset(self.clusters(), p);
+                let models = Arc::new(self.models.clone());
+                (0..self.m)
+                    .map(|i| {
+                        (
+                            i,
+                            Down::Ifca {
+                                models: Arc::clone(&models),
+                                p,
+                                local_steps,
+                            },
+                        )
+                    })
+                    .collect()
+            }
             Stage::Train { .. } | Stage::Final => {
                 self.gradients = vec![Vec::new(); self.clusters()];
                 let models = Arc::new(self.models.clone());
@@ -344,6 +391,16 @@ impl ServerHalf for SrFcaServer {
                 self.loss_sum.0 += loss * r.samples as f64;
                 self.loss_sum.1 += r.samples;
             }
+            (Stage::Ifca, Up::Trained { cluster, reply })
+                if reply.payload.len() == p && (cluster as usize) < k =>
+            {
+                let loss = reply.loss.ok_or_else(diverged)?;
+                let w = reply.samples as f64;
+                self.sums.add(cluster as usize, &reply.payload, w);
+                self.assignment[id] = Some(cluster as usize);
+                self.loss_sum.0 += loss * w;
+                self.loss_sum.1 += reply.samples;
+            }
             _ => return Err(malformed()),
         }
         Ok(())
@@ -358,13 +415,13 @@ impl ServerHalf for SrFcaServer {
             Stage::Local => match self.config.distance {
                 Distance::L2 => {
                     self.one_shot()?;
-                    self.start_refine(0);
+                    self.after_one_shot();
                 }
                 Distance::CrossLoss => self.stage = Stage::PairLosses,
             },
             Stage::PairLosses => {
                 self.one_shot()?;
-                self.start_refine(0);
+                self.after_one_shot();
             }
             Stage::Evaluate { refine } => {
                 self.recluster_and_merge();
@@ -375,6 +432,7 @@ impl ServerHalf for SrFcaServer {
                 self.after_training_round();
             }
             Stage::Final => self.trimmed_mean_step()?,
+            Stage::Ifca => self.sums.finish(&mut self.models),
         }
         Ok(())
     }

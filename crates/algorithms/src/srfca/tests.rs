@@ -39,6 +39,7 @@ fn config(distance: Distance, threshold: Threshold) -> Config {
         trim: 0.1,
         lr: 0.1,
         init: InitScheme::Zeros,
+        then: AfterOneShot::Refine,
     }
 }
 
@@ -142,4 +143,19 @@ fn invalid_configs_name_their_field() {
     c.threshold = Threshold::Absolute { value: 1.0 };
     c.trim = 0.5;
     assert_eq!(Checked::new(c).unwrap_err().field, "trim");
+}
+
+#[test]
+fn one_shot_ifca_starts_ifca_from_the_one_shot_clusters() {
+    let data = data(1);
+    let mut c = config(Distance::L2, Threshold::Quantile { value: 0.2 });
+    c.then = AfterOneShot::Ifca { local_steps: 5 };
+    let server = drive(&c, &data, c.clustering_rounds() + 100, 1);
+    assert_eq!(server.clusters(), 3);
+    let snap = server.snapshot();
+    let view = &snap.replicas[0];
+    let found: Vec<usize> = view.assignment.iter().map(|a| a.unwrap()).collect();
+    assert_eq!(adjusted_rand_index(&found, &data.truth.train_labels), 1.0);
+    let err = param_error(&view.models, data.truth.params.as_ref().unwrap()).unwrap();
+    assert!(err < 0.1, "parameter error {err}");
 }
