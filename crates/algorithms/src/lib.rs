@@ -12,10 +12,14 @@
 //! - [`local`]: every client alone;
 //! - [`twophase`]: federated moment descent on anchor clients, then FedAvg or
 //!   FedProx with clustering (Su, Xu, Yang 2024);
-//! - [`fedprox`]: FedProx, one global model with proximal local solves.
+//! - [`fedprox`]: FedProx, one global model with proximal local solves;
+//! - [`srfca`]: SR-FCA, threshold-graph clustering refined without knowing k
+//!   (and ONE_SHOT-IFCA);
+//! - [`cfl`]: CFL of Sattler et al., recursive bi-partitioning.
 //!
 //! Shared mechanics live in [`common`]. Algorithms do no IO.
 
+pub mod cfl;
 pub mod cflmgd;
 pub mod common;
 pub mod fedavg;

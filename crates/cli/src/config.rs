@@ -7,7 +7,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use serde::{Deserialize, Serialize};
 
 use fedcluster_algorithms::{
-    Checked, FieldError, cflmgd, fedavg, fedprox, ifca, local, oneshot, srfca, twophase,
+    Checked, FieldError, cfl, cflmgd, fedavg, fedprox, ifca, local, oneshot, srfca, twophase,
 };
 
 /// A whole experiment.
@@ -140,6 +140,8 @@ pub enum AlgorithmConfig {
     /// Local-KMeans (Ghosh et al. 2019, as the SR-FCA paper names it): the
     /// one-shot clustering of `oneshot` under its baseline name.
     LocalKmeans(oneshot::Config),
+    /// CFL of Sattler et al.: recursive bi-partitioning by update similarity.
+    Cfl(cfl::Config),
 }
 
 impl AlgorithmConfig {
@@ -156,6 +158,7 @@ impl AlgorithmConfig {
             AlgorithmConfig::Fedprox(_) => "fedprox",
             AlgorithmConfig::Srfca(_) => "srfca",
             AlgorithmConfig::LocalKmeans(_) => "local-kmeans",
+            AlgorithmConfig::Cfl(_) => "cfl",
         }
     }
 }
@@ -247,6 +250,7 @@ impl RunConfig {
                 CheckedAlgorithm::Twophase(Checked::new(c.two_phase())?)
             }
             AlgorithmConfig::Srfca(c) => CheckedAlgorithm::Srfca(Checked::new(c.clone())?),
+            AlgorithmConfig::Cfl(c) => CheckedAlgorithm::Cfl(Checked::new(c.clone())?),
         })
     }
 }
@@ -268,6 +272,8 @@ pub enum CheckedAlgorithm {
     Twophase(Checked<twophase::Config>),
     /// SR-FCA.
     Srfca(Checked<srfca::Config>),
+    /// CFL (Sattler et al.).
+    Cfl(Checked<cfl::Config>),
 }
 
 /// Serde loses the field path inside internally tagged enums (`[data]` by
@@ -316,6 +322,7 @@ fn tagged_section_error(table: &toml::Table) -> Option<(String, String)> {
         "twophase" => probe::<twophase::Config>("algorithm", t),
         "fedprox" => probe::<fedprox::Config>("algorithm", t),
         "srfca" => probe::<srfca::Config>("algorithm", t),
+        "cfl" => probe::<cfl::Config>("algorithm", t),
         _ => None,
     }
 }

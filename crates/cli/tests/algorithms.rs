@@ -208,3 +208,16 @@ fn srfca_config_finds_the_clusters_without_k() {
     assert_eq!(r.misclustering, Some(0.0));
     assert!(r.param_error.unwrap() <= 0.6 * SIGMA, "{:?}", r.param_error);
 }
+
+/// CFL through the CLI config splits the two-cluster problem once, exactly.
+#[test]
+fn cfl_config_splits_into_the_true_clusters() {
+    let cfg = small(
+        "name = \"cfl\"\nlr = 0.05\nlocal_steps = 5\neps1 = 0.05\neps2 = 0.1\nwarmup_rounds = 10\ninit = { kind = \"zeros\" }",
+        150,
+    );
+    let r = last(&check(&cfg, &[]));
+    assert_eq!(r.clusters_found, Some(2));
+    assert_eq!(r.misclustering, Some(0.0));
+    assert!(r.param_error.unwrap() <= 0.6 * SIGMA, "{:?}", r.param_error);
+}

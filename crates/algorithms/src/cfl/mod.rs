@@ -1,0 +1,32 @@
+//! CFL: clustered federated learning by recursive bi-partitioning.
+//!
+//! Sattler, Müller, Samek, "Clustered Federated Learning: Model-Agnostic
+//! Distributed Multitask Optimization Under Privacy Constraints", IEEE TNNLS
+//! 32(8), 2021.
+//!
+//! Round protocol:
+//! 1. All clients start in one cluster with one model.
+//! 2. Each round every participant receives its cluster's model, runs
+//!    `local_steps` full-batch gradient steps and sends the new model; the server
+//!    keeps its update `Δθ_i = θ_i − θ_c`.
+//! 3. Every cluster model becomes the sample-weighted mean of its members' new
+//!    models (FedAvg inside the cluster).
+//! 4. After `warmup_rounds`, a cluster of more than `min_split_size` clients whose
+//!    mean update is small, `‖Σ_i (n_i/N_c) Δθ_i‖ < eps1` (the federation is near
+//!    a stationary point of its joint objective), while some client's update is
+//!    still large, `max_i ‖Δθ_i‖ > eps2`, is split in two by the optimal
+//!    bipartition of the cosine similarities `⟨Δθ_i, Δθ_j⟩ / (‖Δθ_i‖ ‖Δθ_j‖)`
+//!    (complete-linkage agglomerative clustering to two groups, as the paper's
+//!    code does); both halves start from the cluster's model.
+
+mod bipartition;
+mod server;
+
+pub use bipartition::optimal_bipartition;
+pub use server::{CflServer, Config};
+
+/// CFL's client half: FedAvg's, one local training per round.
+pub use crate::fedavg::FedAvgClient as CflClient;
+
+#[cfg(test)]
+mod tests;
