@@ -15,7 +15,8 @@
 //! - [`fedprox`]: FedProx, one global model with proximal local solves;
 //! - [`srfca`]: SR-FCA, threshold-graph clustering refined without knowing k
 //!   (and ONE_SHOT-IFCA);
-//! - [`cfl`]: CFL of Sattler et al., recursive bi-partitioning.
+//! - [`cfl`]: CFL of Sattler et al., recursive bi-partitioning;
+//! - [`fedsoft`]: FedSoft, soft clustering with proximal local updates.
 //!
 //! Shared mechanics live in [`common`]. Algorithms do no IO.
 
@@ -24,6 +25,7 @@ pub mod cflmgd;
 pub mod common;
 pub mod fedavg;
 pub mod fedprox;
+pub mod fedsoft;
 pub mod ifca;
 pub mod local;
 pub mod oneshot;

@@ -7,7 +7,8 @@ use anyhow::{Context, Result, anyhow, bail};
 use serde::{Deserialize, Serialize};
 
 use fedcluster_algorithms::{
-    Checked, FieldError, cfl, cflmgd, fedavg, fedprox, ifca, local, oneshot, srfca, twophase,
+    Checked, FieldError, cfl, cflmgd, fedavg, fedprox, fedsoft, ifca, local, oneshot, srfca,
+    twophase,
 };
 
 /// A whole experiment.
@@ -142,6 +143,8 @@ pub enum AlgorithmConfig {
     LocalKmeans(oneshot::Config),
     /// CFL of Sattler et al.: recursive bi-partitioning by update similarity.
     Cfl(cfl::Config),
+    /// FedSoft: soft clustering with proximal local updates.
+    Fedsoft(fedsoft::Config),
 }
 
 impl AlgorithmConfig {
@@ -159,6 +162,7 @@ impl AlgorithmConfig {
             AlgorithmConfig::Srfca(_) => "srfca",
             AlgorithmConfig::LocalKmeans(_) => "local-kmeans",
             AlgorithmConfig::Cfl(_) => "cfl",
+            AlgorithmConfig::Fedsoft(_) => "fedsoft",
         }
     }
 }
@@ -251,6 +255,7 @@ impl RunConfig {
             }
             AlgorithmConfig::Srfca(c) => CheckedAlgorithm::Srfca(Checked::new(c.clone())?),
             AlgorithmConfig::Cfl(c) => CheckedAlgorithm::Cfl(Checked::new(c.clone())?),
+            AlgorithmConfig::Fedsoft(c) => CheckedAlgorithm::Fedsoft(Checked::new(c.clone())?),
         })
     }
 }
@@ -274,6 +279,8 @@ pub enum CheckedAlgorithm {
     Srfca(Checked<srfca::Config>),
     /// CFL (Sattler et al.).
     Cfl(Checked<cfl::Config>),
+    /// FedSoft.
+    Fedsoft(Checked<fedsoft::Config>),
 }
 
 /// Serde loses the field path inside internally tagged enums (`[data]` by
@@ -323,6 +330,7 @@ fn tagged_section_error(table: &toml::Table) -> Option<(String, String)> {
         "fedprox" => probe::<fedprox::Config>("algorithm", t),
         "srfca" => probe::<srfca::Config>("algorithm", t),
         "cfl" => probe::<cfl::Config>("algorithm", t),
+        "fedsoft" => probe::<fedsoft::Config>("algorithm", t),
         _ => None,
     }
 }

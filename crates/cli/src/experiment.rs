@@ -6,7 +6,9 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 
 use fedcluster_algorithms::twophase::{self, Start};
-use fedcluster_algorithms::{Aggregation, cfl, fedavg, ifca, local, oneshot, oracle, srfca};
+use fedcluster_algorithms::{
+    Aggregation, cfl, fedavg, fedsoft, ifca, local, oneshot, oracle, srfca,
+};
 use fedcluster_core::{Batch, ClientHalf, Model, ServerHalf};
 use fedcluster_data::{FederatedData, Task};
 use fedcluster_models::{Cnn, LinearRegression, LogisticRegression, Mlp};
@@ -222,6 +224,11 @@ pub fn execute(
                 let sizes = data.train.iter().map(|cl| cl.len()).collect();
                 twophase::TwoPhaseServer::new(c, model, sizes, seed)?
             };
+            ctx.drive(server, vec![client; m], progress)
+        }
+        CheckedAlgorithm::Fedsoft(c) => {
+            let client = fedsoft::FedSoftClient::new(c.lr, c.mu, c.local_steps, c.smoothing);
+            let server = fedsoft::FedSoftServer::new(c, model, m, seed);
             ctx.drive(server, vec![client; m], progress)
         }
         CheckedAlgorithm::Cfl(c) => {

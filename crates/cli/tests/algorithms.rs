@@ -221,3 +221,22 @@ fn cfl_config_splits_into_the_true_clusters() {
     assert_eq!(r.misclustering, Some(0.0));
     assert!(r.param_error.unwrap() <= 0.6 * SIGMA, "{:?}", r.param_error);
 }
+
+/// FedSoft through the CLI config separates the two clusters by its hard
+/// (largest-importance) assignment.
+#[test]
+fn fedsoft_config_separates_the_clusters() {
+    let cfg = small(
+        "name = \"fedsoft\"\nclusters = 2\nlr = 0.05\nlocal_steps = 5\ninit = { kind = \"gaussian\", std = 1.0 }",
+        150,
+    );
+    let r = last(&check(&cfg, &[]));
+    assert_eq!(r.misclustering, Some(0.0));
+    // Soft membership leaves a bias, but far less than one model for both.
+    let global = last(&check(
+        &small("name = \"global\"\nlr = 0.05\nlocal_steps = 5", 150),
+        &[],
+    ));
+    let (soft, one) = (r.param_error.unwrap(), global.param_error.unwrap());
+    assert!(soft < 0.5 * one, "fedsoft {soft} vs global {one}");
+}

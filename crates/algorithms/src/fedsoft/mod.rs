@@ -1,0 +1,76 @@
+//! FedSoft: soft clustered federated learning with proximal local updating.
+//!
+//! Ruan, Joe-Wong, "FedSoft: Soft Clustered Federated Learning with Proximal
+//! Local Updating", AAAI 2022.
+//!
+//! Round protocol:
+//! 1. The server holds `S` cluster centres `θ_s` and sends all of them to the
+//!    round's participants.
+//! 2. Every `estimate_every` rounds (and in a client's first round) the client
+//!    re-estimates its importance weights: `u_ks` is the fraction of its points
+//!    whose loss is lowest under `θ_s`, floored at `smoothing` and renormalised.
+//! 3. The client solves its proximal local problem
+//!    `f_k(w) + (μ/2) Σ_s u_ks ‖w − θ_s‖²` with `local_steps` gradient steps
+//!    of size `lr` from the mixture `Σ_s u_ks θ_s`, and sends `w_k`, `u_k` and
+//!    `n_k`.
+//! 4. The server sets every centre to `θ_s = Σ_k v_sk w_k` with aggregation
+//!    weights `v_sk ∝ u_ks n_k` over the participants; a centre no participant
+//!    weighs keeps its value.
+//!
+//! A client's cluster, for metrics, is its largest importance weight.
+
+mod client;
+mod server;
+
+pub use client::FedSoftClient;
+pub use server::{Config, FedSoftServer};
+
+use std::sync::Arc;
+
+use fedcluster_core::Message;
+use fedcluster_core::params::all_finite;
+
+/// Server to client: all centres, back to back.
+#[derive(Debug, Clone)]
+pub struct Centres {
+    /// The centres.
+    pub models: Arc<Vec<f32>>,
+    /// Whether to re-estimate the importance weights this round.
+    pub estimate: bool,
+}
+
+/// Client to server.
+#[derive(Debug, Clone)]
+pub struct SoftReply {
+    /// The local model `w_k` (zeros when `loss` is `None`).
+    pub model: Vec<f32>,
+    /// Importance weights `u_k`, one per centre.
+    pub importance: Vec<f64>,
+    /// Loss at the starting mixture (`None` if training diverged).
+    pub loss: Option<f64>,
+    /// `n_k`.
+    pub samples: usize,
+}
+
+impl Message for Centres {
+    fn wire_bytes(&self) -> u64 {
+        self.models.len() as u64 * 4 + 1
+    }
+    fn is_finite(&self) -> bool {
+        all_finite(&self.models)
+    }
+}
+
+impl Message for SoftReply {
+    fn wire_bytes(&self) -> u64 {
+        self.model.len() as u64 * 4 + self.importance.len() as u64 * 8 + 16
+    }
+    fn is_finite(&self) -> bool {
+        all_finite(&self.model)
+            && self.importance.iter().all(|u| u.is_finite())
+            && self.loss.is_none_or(f64::is_finite)
+    }
+}
+
+#[cfg(test)]
+mod tests;

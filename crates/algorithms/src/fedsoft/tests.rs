@@ -1,0 +1,61 @@
+//! FedSoft on a seeded two-cluster linear mixture.
+
+use fedcluster_core::{Batch, ServerHalf};
+use fedcluster_data::synthetic::{IfcaSyntheticSpec, TruthScale, ifca_synthetic};
+use fedcluster_metrics::clustering::{misclustering, param_error};
+use fedcluster_models::LinearRegression;
+use fedcluster_sim::{InProcess, run};
+
+use super::*;
+use crate::common::checked::Checked;
+use crate::common::init::InitScheme;
+
+fn config() -> Config {
+    Config {
+        clusters: 2,
+        lr: 0.05,
+        mu: 0.1,
+        local_steps: 5,
+        estimate_every: 5,
+        smoothing: 1e-4,
+        participation: 1.0,
+        init: InitScheme::Gaussian { std: 1.0 },
+    }
+}
+
+#[test]
+fn fedsoft_separates_two_clusters_from_a_random_start() {
+    let spec = IfcaSyntheticSpec {
+        clients: 20,
+        points_per_client: 100,
+        test_points_per_client: 10,
+        dim: 10,
+        clusters: 2,
+        noise_std: 0.1,
+        separation: 3.0,
+        truth_scale: TruthScale::Norm,
+    };
+    let data = ifca_synthetic(&spec, 2).unwrap();
+    let model = LinearRegression::new(data.dim).unwrap();
+    let c = config();
+    let batches: Vec<Batch<'_>> = data.train.iter().map(|c| c.batch(data.dim)).collect();
+    let mut server = FedSoftServer::new(Checked::new(c.clone()).unwrap(), &model, batches.len(), 2);
+    let client = FedSoftClient::new(c.lr, c.mu, c.local_steps, c.smoothing);
+    let mut transport = InProcess::new(vec![client; batches.len()], batches, &model, 2, 0).unwrap();
+    run(&mut server, &mut transport, 200, 2, |_| Ok(())).unwrap();
+    let snap = server.snapshot();
+    let view = &snap.replicas[0];
+    let mis = misclustering(view.assignment, 2, &data.truth.train_labels, 2).unwrap();
+    assert_eq!(mis, 0.0);
+    // Soft membership mixes in the few points of each client that the other
+    // centre fits better, so the centres keep a small bias.
+    let err = param_error(&view.models, data.truth.params.as_ref().unwrap()).unwrap();
+    assert!(err < 0.3, "parameter error {err}");
+}
+
+#[test]
+fn smoothing_must_leave_room_for_every_cluster() {
+    let mut c = config();
+    c.smoothing = 0.5;
+    assert_eq!(Checked::new(c).unwrap_err().field, "smoothing");
+}
