@@ -129,6 +129,33 @@ pub trait ClientHalf: Send {
     ) -> Result<Self::Up, AlgoError>;
 }
 
+impl AlgoError {
+    /// A reply of the wrong shape or kind for the round.
+    pub fn malformed(round: usize, client: ClientId) -> Self {
+        AlgoError::Protocol(format!(
+            "round {round}: malformed reply from client {client}"
+        ))
+    }
+
+    /// A client whose loss or update was not finite.
+    pub fn client_diverged(round: usize, client: ClientId) -> Self {
+        AlgoError::Diverged {
+            round,
+            client: Some(client),
+            detail: "non-finite loss or update".into(),
+        }
+    }
+
+    /// Models that are not finite after the server's aggregation.
+    pub fn models_diverged(round: usize) -> Self {
+        AlgoError::Diverged {
+            round,
+            client: None,
+            detail: "non-finite model after aggregation".into(),
+        }
+    }
+}
+
 /// What metrics may read from a server: one view per replica (independent restart
 /// run side by side; most algorithms have one) and which replica it would return.
 #[derive(Debug)]
@@ -137,6 +164,27 @@ pub struct Snapshot<'a> {
     pub replicas: Vec<ReplicaView<'a>>,
     /// Index of the replica the algorithm would return now.
     pub selected: usize,
+}
+
+impl<'a> Snapshot<'a> {
+    /// The usual snapshot: one replica whose models are `models`, `p` values
+    /// each, back to back.
+    pub fn single(
+        models: &'a [f32],
+        p: usize,
+        assignment: &'a [Option<usize>],
+        train_loss: Option<f64>,
+    ) -> Self {
+        Snapshot {
+            replicas: vec![ReplicaView {
+                models: models.chunks_exact(p).collect(),
+                assignment,
+                train_loss,
+                diverged: false,
+            }],
+            selected: 0,
+        }
+    }
 }
 
 /// The models of one replica and how clients map onto them.

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use fedcluster_core::params::{all_finite, dot, norm};
 use fedcluster_core::{
-    AlgoError, ClientId, Model, Purpose, ReplicaView, Rng, RoundCtx, ServerHalf, Snapshot, stream,
+    AlgoError, ClientId, Model, Purpose, Rng, RoundCtx, ServerHalf, Snapshot, stream,
 };
 
 use super::bipartition::optimal_bipartition;
@@ -187,17 +187,10 @@ impl ServerHalf for CflServer {
     fn receive(&mut self, ctx: &RoundCtx, id: ClientId, up: ModelReply) -> Result<(), AlgoError> {
         let p = self.p;
         if up.payload.len() != p {
-            return Err(AlgoError::Protocol(format!(
-                "round {}: malformed reply from client {id}",
-                ctx.round
-            )));
+            return Err(AlgoError::malformed(ctx.round, id));
         }
         let Some(loss) = up.loss else {
-            return Err(AlgoError::Diverged {
-                round: ctx.round,
-                client: Some(id),
-                detail: "non-finite loss or model".into(),
-            });
+            return Err(AlgoError::client_diverged(ctx.round, id));
         };
         let c = self.assignment[id].expect("every CFL client is in a cluster");
         let start = &self.models[c * p..(c + 1) * p];
@@ -234,24 +227,12 @@ impl ServerHalf for CflServer {
         let (sum, count) = self.loss_sum;
         self.train_loss = (count > 0).then(|| sum / count as f64);
         if !all_finite(&self.models) {
-            return Err(AlgoError::Diverged {
-                round: ctx.round,
-                client: None,
-                detail: "non-finite model after aggregation".into(),
-            });
+            return Err(AlgoError::models_diverged(ctx.round));
         }
         Ok(())
     }
 
     fn snapshot(&self) -> Snapshot<'_> {
-        Snapshot {
-            replicas: vec![ReplicaView {
-                models: self.models.chunks_exact(self.p).collect(),
-                assignment: &self.assignment,
-                train_loss: self.train_loss,
-                diverged: false,
-            }],
-            selected: 0,
-        }
+        Snapshot::single(&self.models, self.p, &self.assignment, self.train_loss)
     }
 }

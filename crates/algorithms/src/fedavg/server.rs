@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use fedcluster_core::params::{all_finite, axpy};
 use fedcluster_core::{
-    AlgoError, ClientId, Model, Purpose, ReplicaView, Rng, RoundCtx, ServerHalf, Snapshot, stream,
+    AlgoError, ClientId, Model, Purpose, Rng, RoundCtx, ServerHalf, Snapshot, stream,
 };
 
 use super::config::Config;
@@ -106,17 +106,10 @@ impl ServerHalf for FedAvgServer {
     fn receive(&mut self, ctx: &RoundCtx, id: ClientId, up: ModelReply) -> Result<(), AlgoError> {
         let p = self.p;
         if up.payload.len() != p {
-            return Err(AlgoError::Protocol(format!(
-                "round {}: malformed reply from client {id}",
-                ctx.round
-            )));
+            return Err(AlgoError::malformed(ctx.round, id));
         }
         let Some(loss) = up.loss else {
-            return Err(AlgoError::Diverged {
-                round: ctx.round,
-                client: Some(id),
-                detail: "non-finite loss or update".into(),
-            });
+            return Err(AlgoError::client_diverged(ctx.round, id));
         };
         let c = self.assignment[id].expect("fixed assignment");
         match self.config.aggregation {
@@ -138,24 +131,12 @@ impl ServerHalf for FedAvgServer {
         let (sum, count) = self.loss_sum;
         self.train_loss = (count > 0).then(|| sum / count as f64);
         if !all_finite(&self.models) {
-            return Err(AlgoError::Diverged {
-                round: ctx.round,
-                client: None,
-                detail: "non-finite model after aggregation".into(),
-            });
+            return Err(AlgoError::models_diverged(ctx.round));
         }
         Ok(())
     }
 
     fn snapshot(&self) -> Snapshot<'_> {
-        Snapshot {
-            replicas: vec![ReplicaView {
-                models: self.models.chunks_exact(self.p).collect(),
-                assignment: &self.assignment,
-                train_loss: self.train_loss,
-                diverged: false,
-            }],
-            selected: 0,
-        }
+        Snapshot::single(&self.models, self.p, &self.assignment, self.train_loss)
     }
 }

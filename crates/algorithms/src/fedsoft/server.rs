@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use fedcluster_core::params::all_finite;
 use fedcluster_core::{
-    AlgoError, ClientId, Model, Purpose, ReplicaView, Rng, RoundCtx, ServerHalf, Snapshot, stream,
+    AlgoError, ClientId, Model, Purpose, Rng, RoundCtx, ServerHalf, Snapshot, stream,
 };
 
 use super::{Centres, SoftReply};
@@ -145,17 +145,10 @@ impl ServerHalf for FedSoftServer {
     fn receive(&mut self, ctx: &RoundCtx, id: ClientId, up: SoftReply) -> Result<(), AlgoError> {
         let (p, k) = (self.p, self.config.clusters);
         if up.model.len() != p || up.importance.len() != k {
-            return Err(AlgoError::Protocol(format!(
-                "round {}: malformed reply from client {id}",
-                ctx.round
-            )));
+            return Err(AlgoError::malformed(ctx.round, id));
         }
         let Some(loss) = up.loss else {
-            return Err(AlgoError::Diverged {
-                round: ctx.round,
-                client: Some(id),
-                detail: "non-finite loss or model".into(),
-            });
+            return Err(AlgoError::client_diverged(ctx.round, id));
         };
         let n = up.samples as f64;
         for (s, u) in up.importance.iter().enumerate() {
@@ -189,24 +182,12 @@ impl ServerHalf for FedSoftServer {
         let (sum, count) = self.loss_sum;
         self.train_loss = (count > 0).then(|| sum / count as f64);
         if !all_finite(&self.models) {
-            return Err(AlgoError::Diverged {
-                round: ctx.round,
-                client: None,
-                detail: "non-finite centre after aggregation".into(),
-            });
+            return Err(AlgoError::models_diverged(ctx.round));
         }
         Ok(())
     }
 
     fn snapshot(&self) -> Snapshot<'_> {
-        Snapshot {
-            replicas: vec![ReplicaView {
-                models: self.models.chunks_exact(self.p).collect(),
-                assignment: &self.assignment,
-                train_loss: self.train_loss,
-                diverged: false,
-            }],
-            selected: 0,
-        }
+        Snapshot::single(&self.models, self.p, &self.assignment, self.train_loss)
     }
 }

@@ -210,10 +210,7 @@ impl ServerHalf for IfcaServer {
             || !(up.velocity.is_empty() || up.velocity.len() == self.active.len() * p)
             || up.chosen.iter().any(|&c| c as usize >= k)
         {
-            return Err(AlgoError::Protocol(format!(
-                "round {}: malformed reply from client {id}",
-                ctx.round
-            )));
+            return Err(AlgoError::malformed(ctx.round, id));
         }
         let mut changed = false;
         for (slot, &r) in self.active.iter().enumerate() {

@@ -2,9 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use fedcluster_core::{
-    AlgoError, ClientId, Message, Model, ReplicaView, Rng, RoundCtx, ServerHalf, Snapshot,
-};
+use fedcluster_core::{AlgoError, ClientId, Message, Model, Rng, RoundCtx, ServerHalf, Snapshot};
 
 use crate::common::checked::{Checked, FieldError, Validate, at_least_one, fraction, positive};
 use crate::common::init::InitScheme;
@@ -101,10 +99,7 @@ impl ServerHalf for LocalServer {
     fn receive(&mut self, ctx: &RoundCtx, id: ClientId, up: ModelReply) -> Result<(), AlgoError> {
         let p = self.p;
         if up.payload.len() != p {
-            return Err(AlgoError::Protocol(format!(
-                "round {}: malformed reply from client {id}",
-                ctx.round
-            )));
+            return Err(AlgoError::malformed(ctx.round, id));
         }
         let Some(loss) = up.loss else {
             return Err(AlgoError::Diverged {
@@ -127,14 +122,6 @@ impl ServerHalf for LocalServer {
     }
 
     fn snapshot(&self) -> Snapshot<'_> {
-        Snapshot {
-            replicas: vec![ReplicaView {
-                models: self.models.chunks_exact(self.p).collect(),
-                assignment: &self.assignment,
-                train_loss: self.train_loss,
-                diverged: false,
-            }],
-            selected: 0,
-        }
+        Snapshot::single(&self.models, self.p, &self.assignment, self.train_loss)
     }
 }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use fedcluster_core::params::{axpy, dist, trimmed_mean_into};
 use fedcluster_core::{
-    AlgoError, ClientId, Model, Purpose, ReplicaView, Rng, RoundCtx, ServerHalf, Snapshot, stream,
+    AlgoError, ClientId, Model, Purpose, Rng, RoundCtx, ServerHalf, Snapshot, stream,
 };
 
 use super::clustering::{merge, one_shot, recluster, resolve_threshold};
@@ -355,17 +355,8 @@ impl ServerHalf for SrFcaServer {
     }
 
     fn receive(&mut self, ctx: &RoundCtx, id: ClientId, up: Up) -> Result<(), AlgoError> {
-        let malformed = || {
-            AlgoError::Protocol(format!(
-                "round {}: malformed reply from client {id}",
-                ctx.round
-            ))
-        };
-        let diverged = || AlgoError::Diverged {
-            round: ctx.round,
-            client: Some(id),
-            detail: "non-finite loss or update".into(),
-        };
+        let malformed = || AlgoError::malformed(ctx.round, id);
+        let diverged = || AlgoError::client_diverged(ctx.round, id);
         let (p, m, k) = (self.p, self.m, self.clusters());
         match (self.stage, up) {
             (Stage::Local, Up::Local(r)) if r.payload.len() == p => {
@@ -439,20 +430,10 @@ impl ServerHalf for SrFcaServer {
 
     fn snapshot(&self) -> Snapshot<'_> {
         let one_shot = matches!(self.stage, Stage::Local | Stage::PairLosses);
-        let (models, assignment) =
-            if one_shot && self.lambda.is_none() && self.samples.iter().any(|n| *n > 0) {
-                (self.local.chunks_exact(self.p).collect(), &self.identity)
-            } else {
-                (self.models.chunks_exact(self.p).collect(), &self.assignment)
-            };
-        Snapshot {
-            replicas: vec![ReplicaView {
-                models,
-                assignment,
-                train_loss: self.train_loss,
-                diverged: false,
-            }],
-            selected: 0,
+        if one_shot && self.lambda.is_none() && self.samples.iter().any(|n| *n > 0) {
+            Snapshot::single(&self.local, self.p, &self.identity, self.train_loss)
+        } else {
+            Snapshot::single(&self.models, self.p, &self.assignment, self.train_loss)
         }
     }
 }

@@ -228,12 +228,7 @@ impl MomentDescent {
 
     /// Takes one reply of the current exchange.
     pub fn receive(&mut self, ctx: &RoundCtx, id: ClientId, up: Up) -> Result<(), AlgoError> {
-        let malformed = || {
-            AlgoError::Protocol(format!(
-                "round {}: malformed reply from client {id}",
-                ctx.round
-            ))
-        };
+        let malformed = || AlgoError::malformed(ctx.round, id);
         match up {
             Up::Moments { values, samples } if self.exchange < self.subspace_exchanges() => {
                 if values.len() != self.sums.len() {

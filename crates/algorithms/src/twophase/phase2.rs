@@ -93,17 +93,10 @@ impl Refinement {
         };
         let c = cluster as usize;
         if c >= self.k() || reply.payload.len() != self.p {
-            return Err(AlgoError::Protocol(format!(
-                "round {}: malformed reply from client {id}",
-                ctx.round
-            )));
+            return Err(AlgoError::malformed(ctx.round, id));
         }
         let Some(loss) = reply.loss else {
-            return Err(AlgoError::Diverged {
-                round: ctx.round,
-                client: Some(id),
-                detail: "non-finite loss or model".into(),
-            });
+            return Err(AlgoError::client_diverged(ctx.round, id));
         };
         let w = reply.samples as f64;
         let p = self.p;
@@ -137,11 +130,7 @@ impl Refinement {
             }
         }
         if !all_finite(&self.models) {
-            return Err(AlgoError::Diverged {
-                round: ctx.round,
-                client: None,
-                detail: "non-finite model after aggregation".into(),
-            });
+            return Err(AlgoError::models_diverged(ctx.round));
         }
         Ok(())
     }

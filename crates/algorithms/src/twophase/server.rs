@@ -1,7 +1,7 @@
 //! The two-phase server: Phase 1 until it is done, then Phase 2 from its centres.
 
 use fedcluster_core::{
-    AlgoError, ClientId, Model, Purpose, ReplicaView, Rng, RoundCtx, ServerHalf, Snapshot, stream,
+    AlgoError, ClientId, Model, Purpose, Rng, RoundCtx, ServerHalf, Snapshot, stream,
 };
 
 use super::config::{Config, Start};
@@ -175,14 +175,6 @@ impl ServerHalf for TwoPhaseServer {
                     self.phase2.train_loss,
                 ),
             };
-        Snapshot {
-            replicas: vec![ReplicaView {
-                models: models.chunks_exact(self.p).collect(),
-                assignment,
-                train_loss,
-                diverged: false,
-            }],
-            selected: 0,
-        }
+        Snapshot::single(models, self.p, assignment, train_loss)
     }
 }
