@@ -12,6 +12,7 @@
 //! not validated never makes a model panic: mismatched targets or shapes give a NaN
 //! loss and a NaN gradient, which the caller's divergence check catches.
 
+pub mod adam;
 pub mod cnn;
 pub mod error;
 pub mod gradcheck;

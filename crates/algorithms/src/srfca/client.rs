@@ -3,7 +3,9 @@
 
 use fedcluster_core::{AlgoError, ClientEnv, ClientHalf, RoundCtx};
 
-use super::config::Config;
+use fedcluster_models::adam::{AdamConfig, AdamState, adam_steps};
+
+use super::config::{Config, LocalOptimizer};
 use super::messages::{Down, Up};
 use crate::common::messages::ModelReply;
 
@@ -12,6 +14,7 @@ use crate::common::messages::ModelReply;
 pub struct SrFcaClient {
     local_steps: usize,
     local_lr: f32,
+    local_optimizer: LocalOptimizer,
     lr: f32,
 }
 
@@ -21,6 +24,7 @@ impl SrFcaClient {
         Self {
             local_steps: config.local_steps,
             local_lr: config.local_lr,
+            local_optimizer: config.local_optimizer,
             lr: config.lr,
         }
     }
@@ -40,13 +44,25 @@ impl ClientHalf for SrFcaClient {
         Ok(match msg {
             Down::TrainLocal(w0) => {
                 let mut params = w0.to_vec();
-                let loss = env.model.train(
-                    &mut params,
-                    env.data,
-                    self.local_lr,
-                    self.local_steps,
-                    env.ws,
-                );
+                let loss = match self.local_optimizer {
+                    LocalOptimizer::Gd => env.model.train(
+                        &mut params,
+                        env.data,
+                        self.local_lr,
+                        self.local_steps,
+                        env.ws,
+                    ),
+                    LocalOptimizer::Adam { batch_size } => adam_steps(
+                        env.model,
+                        &mut params,
+                        env.data,
+                        AdamConfig::new(self.local_lr, batch_size),
+                        self.local_steps,
+                        &mut AdamState::default(),
+                        &mut env.rng,
+                        env.ws,
+                    ),
+                };
                 // Report the loss of the trained model: ONE_SHOT's local fit.
                 let fit = if loss.is_finite() {
                     env.model.loss(&params, env.data, env.ws)

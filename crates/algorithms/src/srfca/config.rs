@@ -33,6 +33,21 @@ pub enum Threshold {
     },
 }
 
+/// ONE_SHOT's local trainer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields, tag = "kind")]
+pub enum LocalOptimizer {
+    /// Full-batch gradient descent with step `local_lr`.
+    #[default]
+    Gd,
+    /// Adam (step `local_lr`, PyTorch's β and ε) on shuffled minibatches, as
+    /// the paper's public code trains.
+    Adam {
+        /// Points per minibatch.
+        batch_size: usize,
+    },
+}
+
 /// What follows ONE_SHOT.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields, tag = "kind")]
@@ -67,6 +82,9 @@ pub struct Config {
     pub local_steps: usize,
     /// ONE_SHOT: step size of the local training.
     pub local_lr: f32,
+    /// ONE_SHOT: full-batch GD (default) or minibatch Adam.
+    #[serde(default)]
+    pub local_optimizer: LocalOptimizer,
     /// `R`: REFINE steps.
     #[serde(default = "default_refine_steps")]
     pub refine_steps: usize,
@@ -132,6 +150,9 @@ impl Validate for Config {
         at_least_one("min_size", self.min_size)?;
         at_least_one("local_steps", self.local_steps)?;
         positive("local_lr", f64::from(self.local_lr))?;
+        if let LocalOptimizer::Adam { batch_size } = self.local_optimizer {
+            at_least_one("local_optimizer.batch_size", batch_size)?;
+        }
         at_least_one("refine_rounds", self.refine_rounds)?;
         if !(0.0..0.5).contains(&self.trim) {
             return Err(FieldError::new(

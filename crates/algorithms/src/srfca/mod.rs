@@ -7,7 +7,8 @@
 //!
 //! Round protocol:
 //! 1. ONE_SHOT, round 0: every client trains a local model `w_i` for
-//!    `local_steps` full-batch gradient steps from `w_0` and sends it.
+//!    `local_steps` steps from `w_0` (full-batch gradient descent, or Adam on
+//!    minibatches drawn from its stream as the public code does) and sends it.
 //! 2. Cross-loss distance only, round 1: every client scores every local model
 //!    on its data, `f_j(w_i)`; `dist(i, j) = ½(f_i(w_j) + f_j(w_i))`
 //!    (Definition 5.1). With ℓ2 the server uses `‖w_i − w_j‖` directly.
@@ -39,7 +40,7 @@ mod server;
 
 pub use client::SrFcaClient;
 pub use clustering::{merge, one_shot, recluster, resolve_threshold};
-pub use config::{AfterOneShot, Config, Distance, Threshold};
+pub use config::{AfterOneShot, Config, Distance, LocalOptimizer, Threshold};
 pub use messages::{Down, Up};
 pub use server::SrFcaServer;
 

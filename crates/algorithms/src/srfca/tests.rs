@@ -34,6 +34,7 @@ fn config(distance: Distance, threshold: Threshold) -> Config {
         distance,
         local_steps: 200,
         local_lr: 0.05,
+        local_optimizer: LocalOptimizer::Gd,
         refine_steps: 2,
         refine_rounds: 100,
         trim: 0.1,
@@ -158,4 +159,12 @@ fn one_shot_ifca_starts_ifca_from_the_one_shot_clusters() {
     assert_eq!(adjusted_rand_index(&found, &data.truth.train_labels), 1.0);
     let err = param_error(&view.models, data.truth.params.as_ref().unwrap()).unwrap();
     assert!(err < 0.1, "parameter error {err}");
+}
+
+#[test]
+fn adam_one_shot_also_finds_the_clusters() {
+    let mut c = config(Distance::CrossLoss, Threshold::Quantile { value: 0.2 });
+    c.local_optimizer = LocalOptimizer::Adam { batch_size: 10 };
+    c.local_lr = 0.05;
+    check_recovery(&c, 2);
 }
