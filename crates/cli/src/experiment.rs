@@ -238,7 +238,7 @@ pub fn execute(
         }
         CheckedAlgorithm::Srfca(c) => {
             let client = srfca::SrFcaClient::new(&c);
-            let server = srfca::SrFcaServer::new(c, model, m, seed);
+            let server = srfca::SrFcaServer::new(c, model, m, seed)?;
             ctx.drive(server, vec![client; m], progress)
         }
         CheckedAlgorithm::Local(c) => {

@@ -42,7 +42,7 @@ pub use client::SrFcaClient;
 pub use clustering::{merge, one_shot, recluster, resolve_threshold};
 pub use config::{AfterOneShot, Config, Distance, LocalOptimizer, Threshold};
 pub use messages::{Down, Up};
-pub use server::SrFcaServer;
+pub use server::{MAX_CLIENTS, SrFcaServer};
 
 #[cfg(test)]
 mod tests;

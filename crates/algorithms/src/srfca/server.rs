@@ -14,6 +14,9 @@ use super::messages::{Down, Up};
 use crate::common::aggregate::ModelSums;
 use crate::common::checked::Checked;
 
+/// The most clients SR-FCA accepts (its distance matrix holds `m²` values).
+pub const MAX_CLIENTS: usize = 10_000;
+
 /// Where the protocol stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Stage {
@@ -64,14 +67,25 @@ pub struct SrFcaServer {
 }
 
 impl SrFcaServer {
-    /// A server for `m` clients; `w_0` comes from the stream `(seed, Init, 0)`.
-    pub fn new(config: Checked<Config>, model: &dyn Model, m: usize, seed: u64) -> Self {
+    /// A server for `m` clients (at most [`MAX_CLIENTS`]: ONE_SHOT keeps all
+    /// `m²` pairwise distances); `w_0` comes from the stream `(seed, Init, 0)`.
+    pub fn new(
+        config: Checked<Config>,
+        model: &dyn Model,
+        m: usize,
+        seed: u64,
+    ) -> Result<Self, AlgoError> {
+        if m > MAX_CLIENTS {
+            return Err(AlgoError::Protocol(format!(
+                "SR-FCA's ONE_SHOT compares all pairs of clients: {m} clients need {m}² distances; at most {MAX_CLIENTS} are supported"
+            )));
+        }
         let p = model.num_params();
         let mut w0 = vec![0.0; p];
         config
             .init
             .fill(model, &mut stream(seed, Purpose::Init, 0, 0), &mut w0);
-        Self {
+        Ok(Self {
             config,
             p,
             m,
@@ -89,7 +103,7 @@ impl SrFcaServer {
             loss_sum: (0.0, 0),
             train_loss: None,
             sums: ModelSums::default(),
-        }
+        })
     }
 
     /// Number of clusters now.

@@ -52,7 +52,8 @@ fn drive(c: &Config, data: &FederatedData, rounds: usize, seed: u64) -> SrFcaSer
         &model,
         batches.len(),
         seed,
-    );
+    )
+    .unwrap();
     let clients = vec![SrFcaClient::new(c); batches.len()];
     let mut transport = InProcess::new(clients, batches, &model, seed, 0).unwrap();
     run(&mut server, &mut transport, rounds, seed, |_| Ok(())).unwrap();
@@ -116,7 +117,8 @@ fn no_group_within_lambda_is_a_clear_error() {
     let c = config(Distance::L2, Threshold::Absolute { value: 1e-9 });
     let model = LinearRegression::new(data.dim).unwrap();
     let batches: Vec<Batch<'_>> = data.train.iter().map(|c| c.batch(data.dim)).collect();
-    let mut server = SrFcaServer::new(Checked::new(c.clone()).unwrap(), &model, batches.len(), 4);
+    let mut server =
+        SrFcaServer::new(Checked::new(c.clone()).unwrap(), &model, batches.len(), 4).unwrap();
     let mut transport = InProcess::new(
         vec![SrFcaClient::new(&c); batches.len()],
         batches,
@@ -167,4 +169,12 @@ fn adam_one_shot_also_finds_the_clusters() {
     c.local_optimizer = LocalOptimizer::Adam { batch_size: 10 };
     c.local_lr = 0.05;
     check_recovery(&c, 2);
+}
+
+#[test]
+fn too_many_clients_for_the_pairwise_graph_is_a_clear_error() {
+    let c = config(Distance::L2, Threshold::Quantile { value: 0.2 });
+    let model = LinearRegression::new(3).unwrap();
+    let err = SrFcaServer::new(Checked::new(c).unwrap(), &model, MAX_CLIENTS + 1, 1).unwrap_err();
+    assert!(err.to_string().contains("pairs of clients"), "{err}");
 }

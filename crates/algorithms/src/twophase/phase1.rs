@@ -13,6 +13,9 @@ use super::grouping::{Grouping, group_anchors};
 use super::messages::{Down, MomentRequest, Up};
 use super::subspace::{orthonormalize, random_orthonormal, top_left_singular};
 
+/// The largest model size for the direct-SVD mode (its messages are `d x d`).
+pub(super) const MAX_SVD_DIM: usize = 4096;
+
 /// Phase 1's state at the server.
 #[derive(Debug)]
 pub(super) struct MomentDescent {
@@ -58,6 +61,13 @@ impl MomentDescent {
         theta0: &[f32],
         seed: u64,
     ) -> Result<Self, AlgoError> {
+        let d = theta0.len();
+        if cfg.subspace == SubspaceSolver::Svd && d > MAX_SVD_DIM {
+            return Err(AlgoError::Protocol(format!(
+                "phase1.subspace: the direct SVD needs a {d} x {d} moment per anchor and client; \
+                 above d = {MAX_SVD_DIM} use {{ kind = \"orthogonal\", steps = T1 }}"
+            )));
+        }
         let m_h = cfg.anchor_count(k);
         let min_points = cfg.anchor_min_points.unwrap_or_else(|| {
             let mut sorted = sizes.clone();
@@ -80,7 +90,6 @@ impl MomentDescent {
             .map(|i| eligible[i])
             .collect();
         anchors.sort_unstable();
-        let d = theta0.len();
         let estimates: Vec<f32> = anchors
             .iter()
             .flat_map(|_| theta0.iter().copied())

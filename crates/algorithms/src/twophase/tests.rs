@@ -334,3 +334,12 @@ fn phase1_brings_every_anchor_within_epsilon_delta_given_enough_data() {
         }
     }
 }
+
+#[test]
+fn the_direct_svd_refuses_large_models() {
+    let data = data(5, &[(10, 4)], &[0.5, 0.5], 1);
+    let big = LinearRegression::new(5000).unwrap();
+    let c = config(&data, SubspaceSolver::Svd, LocalUpdate::Fedavg { steps: 5 });
+    let err = TwoPhaseServer::new(Checked::new(c).unwrap(), &big, sizes(&data), 1).unwrap_err();
+    assert!(err.to_string().contains("orthogonal"), "{err}");
+}
