@@ -120,6 +120,7 @@ fn ifca_synthetic_round(
         stable_rounds: 0,
         weight_sharing: false,
         momentum: 0.0,
+        optimizer: Default::default(),
     })?;
     let threads = resolve_threads(options.threads);
     let client = ifca::IfcaClient::new(config.aggregation, config.local_steps);

@@ -51,6 +51,7 @@ pub fn ifca_rotated_mnist_round(options: &BenchOptions) -> Result<BenchReport> {
         stable_rounds: 0,
         weight_sharing: false,
         momentum: 0.0,
+        optimizer: Default::default(),
     })?;
     let threads = resolve_threads(options.threads);
     let batches: Vec<_> = data.train.iter().map(|c| c.batch(data.dim)).collect();

@@ -171,8 +171,9 @@ pub fn execute(
                     model.name()
                 );
             }
-            let client =
-                ifca::IfcaClient::new(c.aggregation, c.local_steps).with_momentum(c.momentum);
+            let client = ifca::IfcaClient::new(c.aggregation, c.local_steps)
+                .with_momentum(c.momentum)
+                .with_optimizer(c.optimizer);
             ctx.drive(
                 ifca::IfcaServer::new(c, model, m, seed),
                 vec![client; m],
@@ -188,12 +189,14 @@ pub fn execute(
             )
         }
         CheckedAlgorithm::Global(c) => {
-            let client = fedavg::FedAvgClient::new(c.aggregation, c.lr, c.local_steps);
+            let client = fedavg::FedAvgClient::new(c.aggregation, c.lr, c.local_steps)
+                .with_optimizer(c.optimizer);
             let server = fedavg::FedAvgServer::new(c, model, 1, vec![0; m], seed)?;
             ctx.drive(server, vec![client; m], progress)
         }
         CheckedAlgorithm::Oracle(c) => {
-            let client = fedavg::FedAvgClient::new(c.aggregation, c.lr, c.local_steps);
+            let client = fedavg::FedAvgClient::new(c.aggregation, c.lr, c.local_steps)
+                .with_optimizer(c.optimizer);
             let truth = oracle::TrueClusters {
                 clusters: data.truth.clusters,
                 labels: data.truth.train_labels.clone(),
@@ -232,7 +235,8 @@ pub fn execute(
             ctx.drive(server, vec![client; m], progress)
         }
         CheckedAlgorithm::Cfl(c) => {
-            let client = cfl::CflClient::new(Aggregation::Model, c.lr, c.local_steps);
+            let client = cfl::CflClient::new(Aggregation::Model, c.lr, c.local_steps)
+                .with_optimizer(c.optimizer);
             let server = cfl::CflServer::new(c, model, m, seed);
             ctx.drive(server, vec![client; m], progress)
         }
@@ -242,7 +246,8 @@ pub fn execute(
             ctx.drive(server, vec![client; m], progress)
         }
         CheckedAlgorithm::Local(c) => {
-            let client = local::LocalClient::new(c.lr, c.local_steps, c.init);
+            let client =
+                local::LocalClient::new(c.lr, c.local_steps, c.init).with_optimizer(c.optimizer);
             ctx.drive(
                 local::LocalServer::new(c, model, m),
                 vec![client; m],

@@ -27,12 +27,14 @@ fn a_different_seed_gives_different_metrics() {
 }
 
 /// The same holds for the algorithms whose servers keep per-client state
-/// (SR-FCA, CFL, FedSoft) and for the two-phase method on its own data.
+/// (SR-FCA, CFL, FedSoft), for minibatch Adam (IFCA, SR-FCA's ONE_SHOT) and for
+/// the two-phase method on its own data.
 #[test]
 fn every_clustering_algorithm_is_thread_count_independent() {
     let algorithms = [
         "name = \"srfca\"\nthreshold = { kind = \"quantile\", value = 0.3 }\nlocal_steps = 20\nlocal_lr = 0.05\nrefine_rounds = 5\nlr = 0.1\nlocal_optimizer = { kind = \"adam\", batch_size = 16 }",
         "name = \"cfl\"\nlr = 0.05\nlocal_steps = 3\neps1 = 0.05\neps2 = 0.1\nwarmup_rounds = 5",
+        "name = \"ifca\"\nclusters = 2\naggregation = \"model\"\nlr = 0.02\nlocal_steps = 3\nrestarts = 2\nparticipation = 0.6\noptimizer = { kind = \"adam\", batch_size = 16 }",
         "name = \"fedsoft\"\nclusters = 2\nlr = 0.05\nlocal_steps = 3\nparticipation = 0.7\ninit = { kind = \"gaussian\", std = 1.0 }",
     ];
     for algorithm in algorithms {

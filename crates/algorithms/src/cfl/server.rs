@@ -15,6 +15,7 @@ use crate::common::aggregate::ModelSums;
 use crate::common::checked::{Checked, FieldError, Validate, at_least_one, positive};
 use crate::common::init::InitScheme;
 use crate::common::messages::{ClusterModel, ModelReply};
+use crate::common::trainer::Optimizer;
 
 /// CFL parameters.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -38,6 +39,9 @@ pub struct Config {
     /// How the first model is drawn.
     #[serde(default)]
     pub init: InitScheme,
+    /// Local optimizer: full-batch GD (default) or Adam on minibatches.
+    #[serde(default)]
+    pub optimizer: Optimizer,
 }
 
 fn default_local_steps() -> usize {
@@ -57,6 +61,7 @@ impl Validate for Config {
         positive("eps1", self.eps1)?;
         positive("eps2", self.eps2)?;
         at_least_one("min_split_size", self.min_split_size)?;
+        self.optimizer.validate("optimizer")?;
         self.init.validate("init")
     }
 }

@@ -34,6 +34,7 @@ fn cfl_splits_a_two_cluster_federation_exactly() {
         warmup_rounds: 10,
         min_split_size: 2,
         init: InitScheme::Zeros,
+        optimizer: Default::default(),
     };
     let batches: Vec<Batch<'_>> = data.train.iter().map(|c| c.batch(data.dim)).collect();
     let mut server = CflServer::new(
@@ -73,6 +74,7 @@ fn bad_thresholds_name_their_field() {
         warmup_rounds: 0,
         min_split_size: 2,
         init: InitScheme::Zeros,
+        optimizer: Default::default(),
     };
     assert_eq!(Checked::new(c).unwrap_err().field, "eps1");
 }

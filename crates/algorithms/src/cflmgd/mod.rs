@@ -86,6 +86,7 @@ impl Config {
             stable_rounds: 0,
             weight_sharing: false,
             momentum: self.momentum,
+            optimizer: Default::default(),
         }
     }
 }

@@ -9,3 +9,4 @@ pub mod init;
 pub mod kmeans;
 pub mod messages;
 pub mod sampling;
+pub mod trainer;

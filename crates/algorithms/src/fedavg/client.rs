@@ -1,31 +1,41 @@
 //! FedAvg client half: one gradient, or `local_steps` local steps.
 
 use fedcluster_core::{AlgoError, ClientEnv, ClientHalf, RoundCtx};
-use fedcluster_models::local::gd_steps_ws;
 
 use crate::common::aggregate::Aggregation;
 use crate::common::messages::{ClusterModel, ModelReply};
+use crate::common::trainer::{LocalTrainer, Optimizer};
 
-/// The client half of FedAvg. It keeps no state between rounds.
+/// The client half of FedAvg. It keeps only its optimizer's state (Adam's
+/// moments) between rounds.
 #[derive(Debug, Clone)]
 pub struct FedAvgClient {
     aggregation: Aggregation,
     lr: f32,
     local_steps: usize,
+    trainer: LocalTrainer,
 }
 
 impl FedAvgClient {
-    /// A client for the given option, step size and local steps.
+    /// A full-batch gradient-descent client for the given option, step size and
+    /// local steps.
     pub fn new(aggregation: Aggregation, lr: f32, local_steps: usize) -> Self {
         Self {
             aggregation,
             lr,
             local_steps,
+            trainer: LocalTrainer::default(),
         }
     }
 
+    /// The same client training with `optimizer` (model averaging).
+    pub fn with_optimizer(mut self, optimizer: Optimizer) -> Self {
+        self.trainer = LocalTrainer::new(optimizer);
+        self
+    }
+
     /// Trains from `start` on the client's data and builds the reply.
-    pub(crate) fn train(&self, start: &[f32], env: &mut ClientEnv<'_>) -> ModelReply {
+    pub(crate) fn train(&mut self, start: &[f32], env: &mut ClientEnv<'_>) -> ModelReply {
         let samples = env.data.len();
         match self.aggregation {
             Aggregation::Gradient => {
@@ -35,14 +45,9 @@ impl FedAvgClient {
             }
             Aggregation::Model => {
                 let mut params = start.to_vec();
-                let loss = gd_steps_ws(
-                    env.model,
-                    &mut params,
-                    env.data,
-                    self.lr,
-                    self.local_steps,
-                    env.ws,
-                );
+                let loss = self
+                    .trainer
+                    .train(&mut params, self.lr, self.local_steps, env);
                 ModelReply::checked(params, loss, samples)
             }
         }

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use crate::common::aggregate::Aggregation;
 use crate::common::checked::{FieldError, Validate, at_least_one, fraction, positive};
 use crate::common::init::InitScheme;
+use crate::common::trainer::Optimizer;
 
 /// FedAvg parameters.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -24,6 +25,10 @@ pub struct Config {
     /// How the initial models are drawn.
     #[serde(default)]
     pub init: InitScheme,
+    /// Local optimizer (model averaging): full-batch GD (default) or Adam on
+    /// minibatches, its state kept by each client.
+    #[serde(default)]
+    pub optimizer: Optimizer,
 }
 
 fn default_aggregation() -> Aggregation {
@@ -44,6 +49,7 @@ impl Validate for Config {
         }
         fraction("participation", self.participation)?;
         self.init.validate("init")?;
+        self.optimizer.validate("optimizer")?;
         Ok(())
     }
 }

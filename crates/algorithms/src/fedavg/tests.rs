@@ -16,6 +16,7 @@ fn server(aggregation: Aggregation, assignment: Vec<usize>) -> FedAvgServer {
         local_steps: 2,
         participation: 1.0,
         init: InitScheme::Zeros,
+        optimizer: Default::default(),
     })
     .unwrap();
     let model = LinearRegression::new(2).unwrap();
@@ -103,6 +104,7 @@ fn an_assignment_beyond_k_is_rejected() {
         local_steps: 2,
         participation: 1.0,
         init: InitScheme::Zeros,
+        optimizer: Default::default(),
     })
     .unwrap();
     let model = LinearRegression::new(2).unwrap();

@@ -7,13 +7,17 @@ use fedcluster_core::{AlgoError, ClientEnv, ClientHalf, RoundCtx};
 
 use super::messages::{Down, Up};
 use crate::common::aggregate::Aggregation;
+use crate::common::trainer::{LocalTrainer, Optimizer};
 
-/// The client half of IFCA. It keeps no state between rounds.
+/// The client half of IFCA. It keeps only its optimizer's state (Adam's
+/// moments, one per restart) between rounds.
 #[derive(Debug, Clone)]
 pub struct IfcaClient {
     aggregation: Aggregation,
     local_steps: usize,
     momentum: f32,
+    optimizer: Optimizer,
+    trainers: Vec<LocalTrainer>,
 }
 
 impl IfcaClient {
@@ -24,7 +28,15 @@ impl IfcaClient {
             aggregation,
             local_steps,
             momentum: 0.0,
+            optimizer: Optimizer::Gd,
+            trainers: Vec::new(),
         }
+    }
+
+    /// The same client with another local optimizer (model averaging).
+    pub fn with_optimizer(mut self, optimizer: Optimizer) -> Self {
+        self.optimizer = optimizer;
+        self
     }
 
     /// The same client with Polyak momentum `beta` in its updates (CFL-MGD).
@@ -87,7 +99,9 @@ impl ClientHalf for IfcaClient {
                     env.ws,
                 );
             }
-            (None, Aggregation::Model) if velocities.is_none() => {
+            (None, Aggregation::Model)
+                if velocities.is_none() && self.optimizer == Optimizer::Gd =>
+            {
                 // LocalUpdate from θ_ĵ; models with a shortcut reuse the
                 // assignment's forward pass as the start of training.
                 let trained = env.model.assign_and_train(
@@ -145,11 +159,14 @@ impl ClientHalf for IfcaClient {
                     }
                     (Aggregation::Model, None) => {
                         slot.copy_from_slice(model_of(rep, j));
-                        let t =
-                            env.model
-                                .train(slot, env.data, msg.lrs[rep], self.local_steps, env.ws);
+                        if self.trainers.len() != r {
+                            self.trainers = vec![LocalTrainer::new(self.optimizer); r];
+                        }
+                        let t = self.trainers[rep].train(slot, msg.lrs[rep], self.local_steps, env);
                         trained_ok[rep] = t.is_finite();
-                        losses[rep] = t;
+                        if msg.own.is_some() || self.optimizer == Optimizer::Gd {
+                            losses[rep] = t;
+                        }
                     }
                     (Aggregation::Model, Some(v)) => {
                         slot.copy_from_slice(model_of(rep, j));

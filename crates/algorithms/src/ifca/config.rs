@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use crate::common::aggregate::Aggregation;
 use crate::common::checked::{FieldError, Validate, at_least_one, fraction, positive};
 use crate::common::init::InitScheme;
+use crate::common::trainer::Optimizer;
 
 /// IFCA parameters.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -44,6 +45,10 @@ pub struct Config {
     /// buffer, which the server averages per cluster like the models.
     #[serde(default)]
     pub momentum: f32,
+    /// Local optimizer of model averaging: full-batch GD (default) or Adam on
+    /// minibatches, its state kept by each client (per restart).
+    #[serde(default)]
+    pub optimizer: Optimizer,
 }
 
 /// One step size or several swept side by side.
@@ -128,6 +133,15 @@ impl Validate for Config {
             return Err(FieldError::new(
                 "weight_sharing",
                 "is not supported together with momentum yet",
+            ));
+        }
+        self.optimizer.validate("optimizer")?;
+        if self.optimizer != Optimizer::Gd
+            && (self.aggregation == Aggregation::Gradient || self.momentum > 0.0)
+        {
+            return Err(FieldError::new(
+                "optimizer",
+                "Adam applies to model averaging without momentum only",
             ));
         }
         Ok(())

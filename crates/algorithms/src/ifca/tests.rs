@@ -28,6 +28,7 @@ fn config(aggregation: Aggregation, restarts: usize, stable_rounds: usize) -> Ch
         stable_rounds,
         weight_sharing: false,
         momentum: 0.0,
+        optimizer: Default::default(),
     })
     .unwrap()
 }

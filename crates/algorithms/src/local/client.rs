@@ -1,11 +1,11 @@
 //! Local-training client half: it owns its model across rounds.
 
 use fedcluster_core::{AlgoError, ClientEnv, ClientHalf, RoundCtx};
-use fedcluster_models::local::gd_steps_ws;
 
 use super::server::TrainLocally;
 use crate::common::init::InitScheme;
 use crate::common::messages::ModelReply;
+use crate::common::trainer::{LocalTrainer, Optimizer};
 
 /// The client half of local training.
 #[derive(Debug, Clone)]
@@ -14,6 +14,7 @@ pub struct LocalClient {
     local_steps: usize,
     init: InitScheme,
     params: Option<Vec<f32>>,
+    trainer: LocalTrainer,
 }
 
 impl LocalClient {
@@ -24,7 +25,14 @@ impl LocalClient {
             local_steps,
             init,
             params: None,
+            trainer: LocalTrainer::default(),
         }
+    }
+
+    /// The same client training with `optimizer`.
+    pub fn with_optimizer(mut self, optimizer: Optimizer) -> Self {
+        self.trainer = LocalTrainer::new(optimizer);
+        self
     }
 }
 
@@ -44,14 +52,7 @@ impl ClientHalf for LocalClient {
             self.init.fill(env.model, &mut env.rng, &mut v);
             v
         });
-        let loss = gd_steps_ws(
-            env.model,
-            params,
-            env.data,
-            self.lr,
-            self.local_steps,
-            env.ws,
-        );
+        let loss = self.trainer.train(params, self.lr, self.local_steps, env);
         Ok(ModelReply::checked(params.clone(), loss, env.data.len()))
     }
 }

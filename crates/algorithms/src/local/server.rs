@@ -8,6 +8,7 @@ use crate::common::checked::{Checked, FieldError, Validate, at_least_one, fracti
 use crate::common::init::InitScheme;
 use crate::common::messages::ModelReply;
 use crate::common::sampling::participants;
+use crate::common::trainer::Optimizer;
 
 /// Local-training parameters.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -24,6 +25,9 @@ pub struct Config {
     /// How each client draws its initial model.
     #[serde(default)]
     pub init: InitScheme,
+    /// Local optimizer: full-batch GD (default) or Adam on minibatches.
+    #[serde(default)]
+    pub optimizer: Optimizer,
 }
 
 fn default_local_steps() -> usize {

@@ -17,6 +17,7 @@ fn clients_keep_training_their_own_model_and_the_server_records_it() {
         local_steps: 50,
         participation: 1.0,
         init: InitScheme::Zeros,
+        optimizer: Default::default(),
     })
     .unwrap();
     let mut server = LocalServer::new(config, &model, 2);

@@ -80,6 +80,7 @@ impl Config {
             local_steps: self.local_steps,
             participation: self.participation,
             init: InitScheme::Zeros,
+            optimizer: Default::default(),
         }
     }
 }

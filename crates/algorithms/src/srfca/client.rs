@@ -3,18 +3,17 @@
 
 use fedcluster_core::{AlgoError, ClientEnv, ClientHalf, RoundCtx};
 
-use fedcluster_models::adam::{AdamConfig, AdamState, adam_steps};
-
-use super::config::{Config, LocalOptimizer};
+use super::config::Config;
 use super::messages::{Down, Up};
 use crate::common::messages::ModelReply;
+use crate::common::trainer::{LocalTrainer, Optimizer};
 
 /// The client half of SR-FCA.
 #[derive(Debug, Clone)]
 pub struct SrFcaClient {
     local_steps: usize,
     local_lr: f32,
-    local_optimizer: LocalOptimizer,
+    local_optimizer: Optimizer,
     lr: f32,
 }
 
@@ -44,25 +43,9 @@ impl ClientHalf for SrFcaClient {
         Ok(match msg {
             Down::TrainLocal(w0) => {
                 let mut params = w0.to_vec();
-                let loss = match self.local_optimizer {
-                    LocalOptimizer::Gd => env.model.train(
-                        &mut params,
-                        env.data,
-                        self.local_lr,
-                        self.local_steps,
-                        env.ws,
-                    ),
-                    LocalOptimizer::Adam { batch_size } => adam_steps(
-                        env.model,
-                        &mut params,
-                        env.data,
-                        AdamConfig::new(self.local_lr, batch_size),
-                        self.local_steps,
-                        &mut AdamState::default(),
-                        &mut env.rng,
-                        env.ws,
-                    ),
-                };
+                // ONE_SHOT trains once, from fresh optimizer state.
+                let mut trainer = LocalTrainer::new(self.local_optimizer);
+                let loss = trainer.train(&mut params, self.local_lr, self.local_steps, env);
                 // Report the loss of the trained model: ONE_SHOT's local fit.
                 let fit = if loss.is_finite() {
                     env.model.loss(&params, env.data, env.ws)

@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::common::checked::{FieldError, Validate, at_least_one, positive};
 use crate::common::init::InitScheme;
+use crate::common::trainer::Optimizer;
 
 /// How distances between models are measured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -30,21 +31,6 @@ pub enum Threshold {
     Quantile {
         /// A fraction in `(0, 1)`.
         value: f64,
-    },
-}
-
-/// ONE_SHOT's local trainer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case", deny_unknown_fields, tag = "kind")]
-pub enum LocalOptimizer {
-    /// Full-batch gradient descent with step `local_lr`.
-    #[default]
-    Gd,
-    /// Adam (step `local_lr`, PyTorch's β and ε) on shuffled minibatches, as
-    /// the paper's public code trains.
-    Adam {
-        /// Points per minibatch.
-        batch_size: usize,
     },
 }
 
@@ -82,9 +68,10 @@ pub struct Config {
     pub local_steps: usize,
     /// ONE_SHOT: step size of the local training.
     pub local_lr: f32,
-    /// ONE_SHOT: full-batch GD (default) or minibatch Adam.
+    /// ONE_SHOT: full-batch GD (default) or Adam on minibatches, as the
+    /// paper's public code trains.
     #[serde(default)]
-    pub local_optimizer: LocalOptimizer,
+    pub local_optimizer: Optimizer,
     /// `R`: REFINE steps.
     #[serde(default = "default_refine_steps")]
     pub refine_steps: usize,
@@ -150,9 +137,7 @@ impl Validate for Config {
         at_least_one("min_size", self.min_size)?;
         at_least_one("local_steps", self.local_steps)?;
         positive("local_lr", f64::from(self.local_lr))?;
-        if let LocalOptimizer::Adam { batch_size } = self.local_optimizer {
-            at_least_one("local_optimizer.batch_size", batch_size)?;
-        }
+        self.local_optimizer.validate("local_optimizer")?;
         at_least_one("refine_rounds", self.refine_rounds)?;
         if !(0.0..0.5).contains(&self.trim) {
             return Err(FieldError::new(

@@ -40,7 +40,7 @@ mod server;
 
 pub use client::SrFcaClient;
 pub use clustering::{merge, one_shot, recluster, resolve_threshold};
-pub use config::{AfterOneShot, Config, Distance, LocalOptimizer, Threshold};
+pub use config::{AfterOneShot, Config, Distance, Threshold};
 pub use messages::{Down, Up};
 pub use server::{MAX_CLIENTS, SrFcaServer};
 

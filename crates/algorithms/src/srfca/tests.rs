@@ -11,6 +11,7 @@ use fedcluster_sim::{InProcess, run};
 use super::*;
 use crate::common::checked::Checked;
 use crate::common::init::InitScheme;
+use crate::common::trainer::Optimizer;
 
 /// k = 3 clusters of θ* with norm 3 in d = 10, 30 clients of 40 points.
 fn data(seed: u64) -> FederatedData {
@@ -34,7 +35,7 @@ fn config(distance: Distance, threshold: Threshold) -> Config {
         distance,
         local_steps: 200,
         local_lr: 0.05,
-        local_optimizer: LocalOptimizer::Gd,
+        local_optimizer: Optimizer::Gd,
         refine_steps: 2,
         refine_rounds: 100,
         trim: 0.1,
@@ -166,7 +167,7 @@ fn one_shot_ifca_starts_ifca_from_the_one_shot_clusters() {
 #[test]
 fn adam_one_shot_also_finds_the_clusters() {
     let mut c = config(Distance::CrossLoss, Threshold::Quantile { value: 0.2 });
-    c.local_optimizer = LocalOptimizer::Adam { batch_size: 10 };
+    c.local_optimizer = Optimizer::Adam { batch_size: 10 };
     c.local_lr = 0.05;
     check_recovery(&c, 2);
 }

@@ -123,6 +123,7 @@ pub fn trial_config(sigma: f64, separation: f64, seed: u64, options: &Options) -
             stable_rounds: 0,
             weight_sharing: false,
             momentum: 0.0,
+            optimizer: Default::default(),
         }),
     }
 }

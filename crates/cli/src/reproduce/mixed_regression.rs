@@ -155,6 +155,7 @@ fn algorithm(label: &str, separation: f32) -> AlgorithmConfig {
             local_steps: 5,
             participation: 1.0,
             init: random_start(),
+            optimizer: Default::default(),
         }),
         "one-shot" => AlgorithmConfig::Oneshot(oneshot::Config {
             clusters: K,

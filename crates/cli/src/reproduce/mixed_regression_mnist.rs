@@ -160,6 +160,7 @@ impl Setting {
             local_steps: STEPS,
             participation: self.participation(),
             init: InitScheme::Model,
+            optimizer: Default::default(),
         };
         match method {
             "two-phase" => self.two_phase(Start::Phase1),

@@ -109,6 +109,7 @@ fn ifca() -> AlgorithmConfig {
         stable_rounds: 0,
         weight_sharing: false,
         momentum: 0.0,
+        optimizer: Default::default(),
     })
 }
 
@@ -119,6 +120,7 @@ fn global() -> AlgorithmConfig {
         local_steps: TAU,
         participation: 1.0,
         init: InitScheme::Model,
+        optimizer: Default::default(),
     })
 }
 
@@ -128,6 +130,7 @@ fn local() -> AlgorithmConfig {
         local_steps: TAU,
         participation: 1.0,
         init: InitScheme::Model,
+        optimizer: Default::default(),
     })
 }
 
