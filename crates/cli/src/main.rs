@@ -12,7 +12,7 @@ use fedcluster_cli::bench::{BENCHMARKS, BenchOptions, CORE_PEAK_GFLOPS, run_benc
 use fedcluster_cli::config::{DEFAULT_CONFIG, RunConfig};
 use fedcluster_cli::experiment::{build_data, execute};
 use fedcluster_cli::reproduce::{
-    EXPERIMENTS, ifca_success, mixed_regression, mixed_regression_mnist, mnist,
+    EXPERIMENTS, ifca_success, mixed_regression, mixed_regression_mnist, mnist, srfca_mnist,
 };
 use fedcluster_cli::rundir::{RunDir, write_run};
 use fedcluster_cli::table::{metric, render};
@@ -175,6 +175,8 @@ impl Command {
                     reproduce_mixed_regression(seeds, rounds, quick, out, threads)
                 } else if name == "mixed-regression-mnist" {
                     reproduce_mixed_regression_mnist(seeds, rounds, quick, data_dir, out, threads)
+                } else if name == "srfca-mnist" {
+                    reproduce_srfca_mnist(seeds, rounds, quick, data_dir, out, threads)
                 } else {
                     reproduce(&name, trials, full, rounds, out, threads, truth_scale)
                 }
@@ -398,6 +400,33 @@ fn reproduce_mixed_regression_mnist(
     }
     let out = out.unwrap_or_else(|| PathBuf::from("runs/reproduce/mixed-regression-mnist"));
     let tables = mixed_regression_mnist::reproduce(&options, &out)?;
+    print!("{tables}");
+    println!("report: {}", out.join("report.md").display());
+    Ok(())
+}
+
+fn reproduce_srfca_mnist(
+    seeds: Option<usize>,
+    rounds: Option<usize>,
+    quick: bool,
+    data_dir: Option<PathBuf>,
+    out: Option<PathBuf>,
+    threads: usize,
+) -> Result<()> {
+    let data_dir = required_mnist_dir(data_dir)?;
+    let mut options = if quick {
+        srfca_mnist::Options::quick(data_dir, threads)
+    } else {
+        srfca_mnist::Options::full(data_dir, threads)
+    };
+    if let Some(s) = seeds {
+        options.seeds = s.max(1);
+    }
+    if let Some(r) = rounds {
+        options.rounds = r.max(1);
+    }
+    let out = out.unwrap_or_else(|| PathBuf::from("runs/reproduce/srfca-mnist"));
+    let tables = srfca_mnist::reproduce(&options, &out)?;
     print!("{tables}");
     println!("report: {}", out.join("report.md").display());
     Ok(())

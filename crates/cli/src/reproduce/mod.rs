@@ -5,6 +5,7 @@ pub mod ifca_success;
 pub mod mixed_regression;
 pub mod mixed_regression_mnist;
 pub mod mnist;
+pub mod srfca_mnist;
 
 /// Reproductions that `fedcluster reproduce` knows, with a one-line description.
 pub const EXPERIMENTS: &[(&str, &str)] = &[
@@ -27,6 +28,10 @@ pub const EXPERIMENTS: &[(&str, &str)] = &[
     (
         "mixed-regression-mnist",
         "Su, Xu, Yang Figs. 4-5: two-phase, FedAvg, one-shot, IFCA, oracle on 14x14 MNIST with 25,000 two-image clients, k = 2 and 4",
+    ),
+    (
+        "srfca-mnist",
+        "SR-FCA paper Tables 1-2: SR-FCA, Local, Global, CFL, Local-KMeans, IFCA, FedSoft, ONE_SHOT-IFCA on inverted and rotated MNIST, m = 100, n = 600",
     ),
 ];
 
