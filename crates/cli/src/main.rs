@@ -365,17 +365,11 @@ fn reproduce_mixed_regression(
     } else {
         mixed_regression::Options::full(threads)
     };
-    if let Some(s) = seeds {
-        options.seeds = s.max(1);
-    }
-    if let Some(r) = rounds {
-        options.rounds = r.max(1);
-    }
-    let out = out.unwrap_or_else(|| PathBuf::from("runs/reproduce/mixed-regression"));
-    let tables = mixed_regression::reproduce(&options, &out)?;
-    print!("{tables}");
-    println!("report: {}", out.join("report.md").display());
-    Ok(())
+    override_at_least_one(seeds, &mut options.seeds);
+    override_at_least_one(rounds, &mut options.rounds);
+    write_tables("mixed-regression", out, |out| {
+        mixed_regression::reproduce(&options, out)
+    })
 }
 
 fn reproduce_mixed_regression_mnist(
@@ -392,17 +386,11 @@ fn reproduce_mixed_regression_mnist(
     } else {
         mixed_regression_mnist::Options::full(data_dir, threads)
     };
-    if let Some(s) = seeds {
-        options.seeds = s.max(1);
-    }
-    if let Some(r) = rounds {
-        options.rounds = r.max(1);
-    }
-    let out = out.unwrap_or_else(|| PathBuf::from("runs/reproduce/mixed-regression-mnist"));
-    let tables = mixed_regression_mnist::reproduce(&options, &out)?;
-    print!("{tables}");
-    println!("report: {}", out.join("report.md").display());
-    Ok(())
+    override_at_least_one(seeds, &mut options.seeds);
+    override_at_least_one(rounds, &mut options.rounds);
+    write_tables("mixed-regression-mnist", out, |out| {
+        mixed_regression_mnist::reproduce(&options, out)
+    })
 }
 
 fn reproduce_srfca_mnist(
@@ -419,14 +407,29 @@ fn reproduce_srfca_mnist(
     } else {
         srfca_mnist::Options::full(data_dir, threads)
     };
-    if let Some(s) = seeds {
-        options.seeds = s.max(1);
+    override_at_least_one(seeds, &mut options.seeds);
+    override_at_least_one(rounds, &mut options.rounds);
+    write_tables("srfca-mnist", out, |out| {
+        srfca_mnist::reproduce(&options, out)
+    })
+}
+
+/// `--seeds N` / `--rounds N`: replaces the default, never below 1.
+fn override_at_least_one(value: Option<usize>, slot: &mut usize) {
+    if let Some(v) = value {
+        *slot = v.max(1);
     }
-    if let Some(r) = rounds {
-        options.rounds = r.max(1);
-    }
-    let out = out.unwrap_or_else(|| PathBuf::from("runs/reproduce/srfca-mnist"));
-    let tables = srfca_mnist::reproduce(&options, &out)?;
+}
+
+/// Runs a reproduction into `out` (default `runs/reproduce/<name>`) and prints
+/// its tables and where the report is.
+fn write_tables(
+    name: &str,
+    out: Option<PathBuf>,
+    reproduce: impl FnOnce(&std::path::Path) -> Result<String>,
+) -> Result<()> {
+    let out = out.unwrap_or_else(|| PathBuf::from("runs/reproduce").join(name));
+    let tables = reproduce(&out)?;
     print!("{tables}");
     println!("report: {}", out.join("report.md").display());
     Ok(())
