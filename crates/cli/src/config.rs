@@ -29,8 +29,12 @@ pub struct RunConfig {
     /// Evaluate the test clients every this many rounds (0: last round only).
     #[serde(default)]
     pub eval_every: usize,
-    /// How each test client picks its model: `lowest-loss` (default) or
-    /// `highest-accuracy`.
+    /// Also evaluate the test clients after these rounds (numbered from 1).
+    #[serde(default)]
+    pub eval_at: Vec<usize>,
+    /// How each test client picks its model: `lowest-loss` (default),
+    /// `highest-accuracy`, or `assigned` (each training client's own model,
+    /// on its true cluster's test data).
     #[serde(default)]
     pub test_pick: fedcluster_sim::record::TestPick,
     /// Local training: score at most this many local models (evenly spaced) on

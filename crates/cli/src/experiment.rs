@@ -230,7 +230,7 @@ pub fn execute(
             ctx.drive(server, vec![client; m], progress)
         }
         CheckedAlgorithm::Fedsoft(c) => {
-            let client = fedsoft::FedSoftClient::new(c.lr, c.mu, c.local_steps, c.smoothing);
+            let client = fedsoft::FedSoftClient::new(&c);
             let server = fedsoft::FedSoftServer::new(c, model, m, seed);
             ctx.drive(server, vec![client; m], progress)
         }
@@ -301,7 +301,8 @@ impl Driver<'_> {
         let start = Instant::now();
         run(&mut server, &mut transport, cfg.rounds, cfg.seed, |event| {
             let last = event.round + 1 == cfg.rounds;
-            let periodic = cfg.eval_every > 0 && (event.round + 1) % cfg.eval_every == 0;
+            let periodic = (cfg.eval_every > 0 && (event.round + 1) % cfg.eval_every == 0)
+                || cfg.eval_at.contains(&(event.round + 1));
             let evaluate = (last || periodic) && !self.test.is_empty();
             let recs = records(&event, &truth, evaluate.then_some(&test));
             selected = event.snapshot.selected;

@@ -103,7 +103,7 @@ enum Command {
         /// MNIST reproductions: run only this (m, n) size, e.g. 2400x100 (repeatable).
         #[arg(long = "only-size", value_name = "MxN", value_parser = parse_size)]
         only_sizes: Vec<(usize, usize)>,
-        /// MNIST reproductions: run only this method, e.g. IFCA (repeatable).
+        /// MNIST and srfca-mnist reproductions: run only this method, e.g. IFCA (repeatable).
         #[arg(long = "only-method", value_name = "NAME")]
         only_methods: Vec<String>,
     },
@@ -176,7 +176,8 @@ impl Command {
                 } else if name == "mixed-regression-mnist" {
                     reproduce_mixed_regression_mnist(seeds, rounds, quick, data_dir, out, threads)
                 } else if name == "srfca-mnist" {
-                    reproduce_srfca_mnist(seeds, rounds, quick, data_dir, out, threads)
+                    let only = only_methods;
+                    reproduce_srfca_mnist(seeds, rounds, quick, data_dir, out, threads, only)
                 } else {
                     reproduce(&name, trials, full, rounds, out, threads, truth_scale)
                 }
@@ -400,6 +401,7 @@ fn reproduce_srfca_mnist(
     data_dir: Option<PathBuf>,
     out: Option<PathBuf>,
     threads: usize,
+    only_methods: Vec<String>,
 ) -> Result<()> {
     let data_dir = required_mnist_dir(data_dir)?;
     let mut options = if quick {
@@ -408,7 +410,10 @@ fn reproduce_srfca_mnist(
         srfca_mnist::Options::full(data_dir, threads)
     };
     override_at_least_one(seeds, &mut options.seeds);
-    override_at_least_one(rounds, &mut options.rounds);
+    if let Some(r) = rounds {
+        options.rounds = Some(r.max(1));
+    }
+    options.methods = only_methods;
     write_tables("srfca-mnist", out, |out| {
         srfca_mnist::reproduce(&options, out)
     })

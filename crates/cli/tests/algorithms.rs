@@ -265,3 +265,50 @@ fn ifca_with_minibatch_adam_recovers_clusters() {
     assert_eq!(r.misclustering, Some(0.0));
     assert!(r.param_error.unwrap() <= 0.6 * SIGMA, "{:?}", r.param_error);
 }
+
+/// Local-KMeans (one-shot) with minibatch Adam in both its local ERM and its
+/// FedAvg stage still clusters the local models exactly.
+#[test]
+fn one_shot_with_minibatch_adam_clusters_the_local_models() {
+    let cfg = small(
+        "name = \"local-kmeans\"\nclusters = 2\nerm_steps = 300\nerm_lr = 0.02\nlr = 0.02\n\
+         local_steps = 5\noptimizer = { kind = \"adam\", batch_size = 20 }",
+        60,
+    );
+    let r = last(&check(&cfg, &[]));
+    assert_eq!(r.misclustering, Some(0.0));
+    assert!(r.param_error.unwrap() <= 0.6 * SIGMA, "{:?}", r.param_error);
+}
+
+/// SR-FCA as the public code trains it (Adam, several local steps per REFINE
+/// round), scored with `test_pick = "assigned"` after the rounds `eval_at`
+/// names and the last.
+#[test]
+fn srfca_with_adam_refine_scores_the_assigned_models_when_asked() {
+    let cfg = small(
+        "name = \"srfca\"\ndistance = \"l2\"\nthreshold = { kind = \"quantile\", value = 0.3 }\n\
+         local_steps = 100\nlocal_lr = 0.05\nrefine_rounds = 50\nlr = 0.01\nrefine_local_steps = 5\n\
+         optimizer = { kind = \"adam\", batch_size = 20 }\ninit = { kind = \"zeros\" }",
+        150,
+    )
+    .replace(
+        "rounds = 150\n",
+        "rounds = 150\ntest_pick = \"assigned\"\neval_at = [1, 52]\n",
+    );
+    let o = check(&cfg, &[]);
+    let scored: Vec<usize> = o
+        .records
+        .iter()
+        .filter(|r| r.test_loss.is_some())
+        .map(|r| r.round + 1)
+        .collect();
+    assert_eq!(scored, [1, 52, 150]);
+    let r = last(&o);
+    assert_eq!(r.clusters_found, Some(2));
+    assert_eq!(r.majority_misclustering, Some(0.0));
+    assert!(r.param_error.unwrap() <= 0.6 * SIGMA, "{:?}", r.param_error);
+    // Every client holds its own cluster's model: the test loss is the noise
+    // (σ² = 0.01) plus the small parameter error.
+    let loss = r.test_loss.unwrap();
+    assert!(loss < 0.02, "assigned test loss {loss}");
+}

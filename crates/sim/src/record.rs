@@ -27,10 +27,10 @@ pub struct Truth<'a> {
 }
 
 /// Held-out test clients. Test client `i` is evaluated with the model that has
-/// the lowest loss on its own data (IFCA paper, Section VI-B). Under local
-/// training each client's model is evaluated on all test data of its true
-/// cluster and the accuracies (losses) are averaged over the models, as in the
-/// IFCA paper's public code.
+/// the lowest loss on its own data (IFCA paper, Section VI-B), unless
+/// [`TestPick::Assigned`] says otherwise. Under local training each client's
+/// model is evaluated on all test data of its true cluster and the accuracies
+/// (losses) are averaged over the models, as in the IFCA paper's public code.
 #[derive(Clone, Copy)]
 pub struct TestSet<'a> {
     /// The model architecture.
@@ -55,6 +55,11 @@ pub enum TestPick {
     /// cluster, Su, Xu, Yang's "lowest misclassification error among the k
     /// models" (Section V-D).
     HighestAccuracy,
+    /// No picking: each training client's assigned model is scored on all test
+    /// data of the client's true cluster, and the scores are averaged over the
+    /// training clients (the SR-FCA paper's "each client on its cluster's
+    /// model"). An unassigned client scores accuracy 0 and an infinite loss.
+    Assigned,
 }
 
 /// One row of `metrics.csv`: a replica after a round.
@@ -109,8 +114,12 @@ pub fn records(
         .enumerate()
         .map(|(r, view)| {
             let (test_loss, test_accuracy, test_misclustering) = match test {
-                Some(t) if !view.diverged && !view.models.is_empty() && is_local(view) => {
-                    let (loss, accuracy) = evaluate_local(view, t, truth);
+                Some(t)
+                    if !view.diverged
+                        && !view.models.is_empty()
+                        && (is_local(view) || t.pick == TestPick::Assigned) =>
+                {
+                    let (loss, accuracy) = evaluate_assigned(view, t, truth);
                     (loss, accuracy, None)
                 }
                 Some(t) if !view.diverged && !view.models.is_empty() => {
@@ -210,7 +219,7 @@ fn evaluate(view: &ReplicaView<'_>, test: &TestSet<'_>) -> Evaluation {
                 .collect();
             let pick = match test.pick {
                 TestPick::LowestLoss => argmin_f64(&losses),
-                TestPick::HighestAccuracy => {
+                TestPick::HighestAccuracy | TestPick::Assigned => {
                     let errors: Vec<f64> = view
                         .models
                         .iter()
@@ -254,57 +263,144 @@ fn evaluate(view: &ReplicaView<'_>, test: &TestSet<'_>) -> Evaluation {
     }
 }
 
-/// Local training: model `i` on every test client of training client `i`'s true
-/// cluster; mean over the models (all, or `test.local_models` of them evenly
-/// spaced) of their sample-weighted test loss and accuracy.
-fn evaluate_local(
+/// Each training client's assigned model on every test client of its true
+/// cluster: the mean over training clients (all, or under local training
+/// `test.local_models` of them evenly spaced) of the sample-weighted test loss
+/// and accuracy. Each distinct (model, cluster) pair is evaluated once.
+fn evaluate_assigned(
     view: &ReplicaView<'_>,
     test: &TestSet<'_>,
     truth: &Truth<'_>,
 ) -> (Option<f64>, Option<f64>) {
-    let m = view.models.len();
+    let m = view.assignment.len().min(truth.labels.len());
     let stride = match test.local_models {
-        0 => 1,
-        cap => m.div_ceil(cap).max(1),
+        cap if cap > 0 && is_local(view) => m.div_ceil(cap).max(1),
+        _ => 1,
     };
-    let per_model: Vec<Option<(f64, Option<f64>)>> = view
-        .models
+    let scored: Vec<(Option<usize>, usize)> = (0..m)
+        .step_by(stride)
+        .map(|i| (view.assignment[i], truth.labels[i]))
+        .collect();
+    let mut pairs: Vec<(usize, usize)> = scored
+        .iter()
+        .filter_map(|&(model, cluster)| Some((model?, cluster)))
+        .filter(|(model, _)| *model < view.models.len())
+        .collect();
+    pairs.sort_unstable();
+    pairs.dedup();
+    let pair_scores: Vec<Option<(f64, Option<f64>)>> = pairs
         .par_iter()
-        .enumerate()
-        .filter(|(i, _)| i % stride == 0)
-        .map_init(Workspace::default, |ws, (i, params)| {
-            let cluster = *truth.labels.get(i)?;
-            let (mut loss, mut correct, mut samples) = (0.0, Some(0usize), 0usize);
-            for (batch, _) in test
-                .clients
-                .iter()
-                .zip(truth.test_labels)
-                .filter(|(_, l)| **l == cluster)
-            {
-                loss += test.model.loss(params, *batch, ws) * batch.len() as f64;
-                correct = correct
-                    .zip(test.model.count_correct(params, *batch, ws))
-                    .map(|(a, b)| a + b);
-                samples += batch.len();
-            }
-            (samples > 0).then(|| {
-                (
-                    loss / samples as f64,
-                    correct.map(|c| c as f64 / samples as f64),
-                )
-            })
+        .map_init(Workspace::default, |ws, &(model, cluster)| {
+            cluster_score(view.models[model], cluster, test, truth, ws)
         })
         .collect();
-    let scored: Vec<(f64, Option<f64>)> = per_model.into_iter().flatten().collect();
-    if scored.is_empty() {
+    let score_of = |model: Option<usize>, cluster: usize| -> Option<(f64, Option<f64>)> {
+        match model {
+            Some(model) => {
+                let at = pairs.binary_search(&(model, cluster)).ok()?;
+                pair_scores[at]
+            }
+            None => Some((f64::INFINITY, Some(0.0))),
+        }
+    };
+    let per_client: Vec<(f64, Option<f64>)> = scored
+        .iter()
+        .filter_map(|&(model, cluster)| score_of(model, cluster))
+        .collect();
+    if per_client.is_empty() {
         return (None, None);
     }
-    let n = scored.len() as f64;
-    let loss = scored.iter().map(|s| s.0).sum::<f64>() / n;
-    let accuracy = scored
+    let n = per_client.len() as f64;
+    let loss = per_client.iter().map(|s| s.0).sum::<f64>() / n;
+    let accuracy = per_client
         .iter()
         .map(|s| s.1)
         .sum::<Option<f64>>()
         .map(|a| a / n);
     (Some(loss), accuracy)
+}
+
+/// Sample-weighted test loss and accuracy of `params` on every test client of
+/// `cluster`; `None` when the cluster has no test data.
+fn cluster_score(
+    params: &[f32],
+    cluster: usize,
+    test: &TestSet<'_>,
+    truth: &Truth<'_>,
+    ws: &mut Workspace,
+) -> Option<(f64, Option<f64>)> {
+    let (mut loss, mut correct, mut samples) = (0.0, Some(0usize), 0usize);
+    for (batch, _) in test
+        .clients
+        .iter()
+        .zip(truth.test_labels)
+        .filter(|(_, l)| **l == cluster)
+    {
+        loss += test.model.loss(params, *batch, ws) * batch.len() as f64;
+        correct = correct
+            .zip(test.model.count_correct(params, *batch, ws))
+            .map(|(a, b)| a + b);
+        samples += batch.len();
+    }
+    (samples > 0).then(|| {
+        (
+            loss / samples as f64,
+            correct.map(|c| c as f64 / samples as f64),
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fedcluster_core::Targets;
+    use fedcluster_models::LogisticRegression;
+
+    #[test]
+    fn assigned_scores_each_training_client_on_its_clusters_test_data() {
+        // Model 0 always predicts class 0, model 1 class 1; test cluster c holds
+        // only class c.
+        let model = LogisticRegression::new(1, 2).unwrap();
+        let (zero, one) = ([0.0, 0.0, 5.0, -5.0], [0.0, 0.0, -5.0, 5.0]);
+        let x = [1.0f32; 4];
+        let (y0, y1) = ([0u32; 4], [1u32; 2]);
+        let clients = [
+            Batch::new(&x, Targets::Class(&y0), 1).unwrap(),
+            Batch::new(&x[..2], Targets::Class(&y1), 1).unwrap(),
+        ];
+        let test = TestSet {
+            model: &model,
+            clients: &clients,
+            pick: TestPick::Assigned,
+            local_models: 0,
+        };
+        let labels = [0, 1, 1, 0];
+        let truth = Truth {
+            clusters: 2,
+            labels: &labels,
+            test_labels: &[0, 1],
+            params: None,
+        };
+        // Clients 0 and 1 hold their cluster's model, client 2 the other one,
+        // client 3 none: accuracies 1, 1, 0, 0.
+        let assignment = [Some(0), Some(1), Some(0), None];
+        let view = ReplicaView {
+            models: vec![&zero, &one],
+            assignment: &assignment,
+            train_loss: None,
+            diverged: false,
+        };
+        let (loss, accuracy) = evaluate_assigned(&view, &test, &truth);
+        assert_eq!(accuracy, Some(0.5));
+        assert_eq!(loss, Some(f64::INFINITY));
+        // Assigned to their own cluster's model, all score 1.
+        let right = [Some(0), Some(1), Some(1), Some(0)];
+        let view = ReplicaView {
+            assignment: &right,
+            ..view
+        };
+        let (loss, accuracy) = evaluate_assigned(&view, &test, &truth);
+        assert_eq!(accuracy, Some(1.0));
+        assert!(loss.unwrap() < 1e-3);
+    }
 }

@@ -1,12 +1,14 @@
 //! A client's local trainer: full-batch gradient descent (through
 //! [`fedcluster_core::Model::train`], so a model's exact shortcut applies) or
 //! Adam on shuffled minibatches, whose moments the client keeps between rounds
-//! as the SR-FCA paper's public code does.
+//! as the SR-FCA paper's public code does; either optionally with a proximal
+//! pull towards a centre (FedSoft).
 
 use serde::{Deserialize, Serialize};
 
 use fedcluster_core::ClientEnv;
-use fedcluster_models::adam::{AdamConfig, AdamState, adam_steps};
+use fedcluster_core::params::{all_finite, axpy};
+use fedcluster_models::adam::{AdamConfig, AdamState, Pull, adam_steps, adam_steps_towards};
 
 use super::checked::{FieldError, at_least_one};
 
@@ -76,6 +78,64 @@ impl LocalTrainer {
             ),
         }
     }
+
+    /// `steps` local steps of size `lr` from `params` on the client's loss plus
+    /// `(mu/2)‖w − centre‖²`; returns the model's loss at the start (of the
+    /// first minibatch for Adam), non-finite if training diverged.
+    pub fn train_towards(
+        &mut self,
+        params: &mut [f32],
+        centre: &[f32],
+        mu: f32,
+        lr: f32,
+        steps: usize,
+        env: &mut ClientEnv<'_>,
+    ) -> f64 {
+        let pull = Pull { mu, centre };
+        match self.optimizer {
+            Optimizer::Gd => prox_gd_steps(params, pull, lr, steps, env),
+            Optimizer::Adam { batch_size } => adam_steps_towards(
+                env.model,
+                params,
+                env.data,
+                AdamConfig::new(lr, batch_size),
+                steps,
+                &mut self.adam,
+                &mut env.rng,
+                env.ws,
+                Some(pull),
+            ),
+        }
+    }
+}
+
+/// Full-batch gradient steps on the loss plus `pull`.
+fn prox_gd_steps(
+    params: &mut [f32],
+    pull: Pull<'_>,
+    lr: f32,
+    steps: usize,
+    env: &mut ClientEnv<'_>,
+) -> f64 {
+    let mut grad = std::mem::take(&mut env.ws.grad);
+    grad.resize(params.len(), 0.0);
+    let mut start_loss = f64::NAN;
+    for step in 0..steps {
+        let loss = env.model.loss_grad(params, env.data, &mut grad, env.ws);
+        if step == 0 {
+            start_loss = loss;
+        }
+        if !loss.is_finite() || !all_finite(&grad) {
+            start_loss = f64::NAN;
+            break;
+        }
+        for ((g, w), c) in grad.iter_mut().zip(params.iter()).zip(pull.centre) {
+            *g += pull.mu * (w - c);
+        }
+        axpy(-lr, &grad, params);
+    }
+    env.ws.grad = grad;
+    start_loss
 }
 
 #[cfg(test)]

@@ -5,7 +5,8 @@ use fedcluster_core::model::argmin_f64;
 use fedcluster_core::params::{all_finite, axpy};
 use fedcluster_core::{AlgoError, ClientEnv, ClientHalf, RoundCtx};
 
-use super::{Centres, SoftReply};
+use super::{Centres, Config, SoftReply};
+use crate::common::trainer::LocalTrainer;
 
 /// The client half of FedSoft.
 #[derive(Debug, Clone)]
@@ -14,19 +15,20 @@ pub struct FedSoftClient {
     mu: f32,
     local_steps: usize,
     smoothing: f64,
+    trainer: LocalTrainer,
     /// `u_k`, empty until first estimated.
     importance: Vec<f64>,
 }
 
 impl FedSoftClient {
-    /// A client with the given step size, proximal weight, local steps and
-    /// importance floor.
-    pub fn new(lr: f32, mu: f32, local_steps: usize, smoothing: f64) -> Self {
+    /// A client for `config`.
+    pub fn new(config: &Config) -> Self {
         Self {
-            lr,
-            mu,
-            local_steps,
-            smoothing,
+            lr: config.lr,
+            mu: config.mu,
+            local_steps: config.local_steps,
+            smoothing: config.smoothing,
+            trainer: LocalTrainer::new(config.optimizer),
             importance: Vec::new(),
         }
     }
@@ -70,24 +72,9 @@ impl ClientHalf for FedSoftClient {
             axpy(*u as f32, centre, &mut mixture);
         }
         let mut w = mixture.clone();
-        let mut grad = std::mem::take(&mut env.ws.grad);
-        grad.resize(p, 0.0);
-        let mut start_loss = f64::NAN;
-        for step in 0..self.local_steps {
-            let loss = env.model.loss_grad(&w, env.data, &mut grad, env.ws);
-            if step == 0 {
-                start_loss = loss;
-            }
-            if !loss.is_finite() || !all_finite(&grad) {
-                start_loss = f64::NAN;
-                break;
-            }
-            for ((g, wi), ci) in grad.iter_mut().zip(&w).zip(&mixture) {
-                *g += self.mu * (wi - ci);
-            }
-            axpy(-self.lr, &grad, &mut w);
-        }
-        env.ws.grad = grad;
+        let start_loss =
+            self.trainer
+                .train_towards(&mut w, &mixture, self.mu, self.lr, self.local_steps, env);
         let ok = start_loss.is_finite() && all_finite(&w);
         if !ok {
             w.fill(0.0);

@@ -10,9 +10,9 @@
 //!    re-estimates its importance weights: `u_ks` is the fraction of its points
 //!    whose loss is lowest under `θ_s`, floored at `smoothing` and renormalised.
 //! 3. The client solves its proximal local problem
-//!    `f_k(w) + (μ/2) Σ_s u_ks ‖w − θ_s‖²` with `local_steps` gradient steps
-//!    of size `lr` from the mixture `Σ_s u_ks θ_s`, and sends `w_k`, `u_k` and
-//!    `n_k`.
+//!    `f_k(w) + (μ/2) Σ_s u_ks ‖w − θ_s‖²` with `local_steps` steps of size
+//!    `lr` (full-batch gradient, or Adam on minibatches) from the mixture
+//!    `Σ_s u_ks θ_s`, and sends `w_k`, `u_k` and `n_k`.
 //! 4. The server sets every centre to `θ_s = Σ_k v_sk w_k` with aggregation
 //!    weights `v_sk ∝ u_ks n_k` over the participants; a centre no participant
 //!    weighs keeps its value.

@@ -13,6 +13,7 @@ use super::{Centres, SoftReply};
 use crate::common::checked::{Checked, FieldError, Validate, at_least_one, fraction, positive};
 use crate::common::init::InitScheme;
 use crate::common::sampling::participants;
+use crate::common::trainer::Optimizer;
 
 /// FedSoft parameters.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -40,6 +41,9 @@ pub struct Config {
     /// How the centres are drawn (independently).
     #[serde(default)]
     pub init: InitScheme,
+    /// The local optimizer: full-batch GD (default) or Adam on minibatches.
+    #[serde(default)]
+    pub optimizer: Optimizer,
 }
 
 fn default_mu() -> f32 {
@@ -77,6 +81,7 @@ impl Validate for Config {
             ));
         }
         fraction("participation", self.participation)?;
+        self.optimizer.validate("optimizer")?;
         self.init.validate("init")
     }
 }

@@ -9,6 +9,7 @@ use fedcluster_sim::{InProcess, run};
 use super::*;
 use crate::common::checked::Checked;
 use crate::common::init::InitScheme;
+use crate::common::trainer::Optimizer;
 
 fn config() -> Config {
     Config {
@@ -20,11 +21,24 @@ fn config() -> Config {
         smoothing: 1e-4,
         participation: 1.0,
         init: InitScheme::Gaussian { std: 1.0 },
+        optimizer: Default::default(),
     }
 }
 
 #[test]
 fn fedsoft_separates_two_clusters_from_a_random_start() {
+    separates_two_clusters(config());
+}
+
+#[test]
+fn fedsoft_with_minibatch_adam_separates_two_clusters() {
+    separates_two_clusters(Config {
+        optimizer: Optimizer::Adam { batch_size: 20 },
+        ..config()
+    });
+}
+
+fn separates_two_clusters(c: Config) {
     let spec = IfcaSyntheticSpec {
         clients: 20,
         points_per_client: 100,
@@ -37,10 +51,9 @@ fn fedsoft_separates_two_clusters_from_a_random_start() {
     };
     let data = ifca_synthetic(&spec, 2).unwrap();
     let model = LinearRegression::new(data.dim).unwrap();
-    let c = config();
     let batches: Vec<Batch<'_>> = data.train.iter().map(|c| c.batch(data.dim)).collect();
     let mut server = FedSoftServer::new(Checked::new(c.clone()).unwrap(), &model, batches.len(), 2);
-    let client = FedSoftClient::new(c.lr, c.mu, c.local_steps, c.smoothing);
+    let client = FedSoftClient::new(&c);
     let mut transport = InProcess::new(vec![client; batches.len()], batches, &model, 2, 0).unwrap();
     run(&mut server, &mut transport, 200, 2, |_| Ok(())).unwrap();
     let snap = server.snapshot();

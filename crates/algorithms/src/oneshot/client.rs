@@ -1,12 +1,12 @@
 //! One-shot clustering client half.
 
 use fedcluster_core::{AlgoError, ClientEnv, ClientHalf, RoundCtx};
-use fedcluster_models::local::gd_steps_ws;
 
 use super::config::Config;
 use super::messages::{Down, Up};
 use crate::common::init::InitScheme;
 use crate::common::messages::ModelReply;
+use crate::common::trainer::{LocalTrainer, Optimizer};
 use crate::fedavg::FedAvgClient;
 
 /// The client half of one-shot clustering.
@@ -15,6 +15,7 @@ pub struct OneShotClient {
     erm_steps: usize,
     erm_lr: f32,
     erm_init: InitScheme,
+    optimizer: Optimizer,
     fedavg: FedAvgClient,
 }
 
@@ -25,7 +26,9 @@ impl OneShotClient {
             erm_steps: config.erm_steps,
             erm_lr: config.erm_lr,
             erm_init: config.erm_init,
-            fedavg: FedAvgClient::new(config.aggregation, config.lr, config.local_steps),
+            optimizer: config.optimizer,
+            fedavg: FedAvgClient::new(config.aggregation, config.lr, config.local_steps)
+                .with_optimizer(config.optimizer),
         }
     }
 }
@@ -45,13 +48,12 @@ impl ClientHalf for OneShotClient {
                 let p = env.model.num_params();
                 let mut params = vec![0.0; p];
                 self.erm_init.fill(env.model, &mut env.rng, &mut params);
-                gd_steps_ws(
-                    env.model,
+                // The local ERM trains once, from fresh optimizer state.
+                LocalTrainer::new(self.optimizer).train(
                     &mut params,
-                    env.data,
                     self.erm_lr,
                     self.erm_steps,
-                    env.ws,
+                    env,
                 );
                 let loss = env.model.loss(&params, env.data, env.ws);
                 Ok(Up::Erm(ModelReply::checked(params, loss, env.data.len())))

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use crate::common::aggregate::Aggregation;
 use crate::common::checked::{FieldError, Validate, at_least_one, fraction, positive};
 use crate::common::init::InitScheme;
+use crate::common::trainer::Optimizer;
 
 /// One-shot clustering parameters.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -35,6 +36,10 @@ pub struct Config {
     /// FedAvg stage: fraction of clients per round.
     #[serde(default = "default_participation")]
     pub participation: f64,
+    /// The local optimizer of the ERM and of the FedAvg stage (model
+    /// averaging): full-batch GD (default) or Adam on minibatches.
+    #[serde(default)]
+    pub optimizer: Optimizer,
 }
 
 fn default_erm_steps() -> usize {
@@ -67,6 +72,7 @@ impl Validate for Config {
             at_least_one("local_steps", self.local_steps)?;
         }
         fraction("participation", self.participation)?;
+        self.optimizer.validate("optimizer")?;
         self.erm_init.validate("erm_init")
     }
 }
@@ -80,7 +86,7 @@ impl Config {
             local_steps: self.local_steps,
             participation: self.participation,
             init: InitScheme::Zeros,
-            optimizer: Default::default(),
+            optimizer: self.optimizer,
         }
     }
 }

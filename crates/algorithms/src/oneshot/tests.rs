@@ -19,6 +19,7 @@ fn config() -> Checked<Config> {
         lr: 0.1,
         local_steps: 2,
         participation: 1.0,
+        optimizer: Default::default(),
     })
     .unwrap()
 }

@@ -1,6 +1,7 @@
 //! The SR-FCA client: local training, model evaluation and gradients. It keeps
-//! no state.
+//! only its cluster-training optimizer's state (Adam's moments).
 
+use fedcluster_core::model::argmin_f64;
 use fedcluster_core::{AlgoError, ClientEnv, ClientHalf, RoundCtx};
 
 use super::config::Config;
@@ -15,6 +16,8 @@ pub struct SrFcaClient {
     local_lr: f32,
     local_optimizer: Optimizer,
     lr: f32,
+    optimizer: Optimizer,
+    trainer: LocalTrainer,
 }
 
 impl SrFcaClient {
@@ -25,6 +28,8 @@ impl SrFcaClient {
             local_lr: config.local_lr,
             local_optimizer: config.local_optimizer,
             lr: config.lr,
+            optimizer: config.optimizer,
+            trainer: LocalTrainer::new(config.optimizer),
         }
     }
 }
@@ -72,29 +77,53 @@ impl ClientHalf for SrFcaClient {
                 let k = models.len() / (*p).max(1);
                 let (mut losses, mut chosen, mut out) =
                     (vec![0.0f64; k], [0usize], vec![0.0f32; *p]);
-                let trained = env.model.assign_and_train(
-                    models,
-                    k,
-                    env.data,
-                    &[self.lr],
-                    *local_steps,
-                    &mut losses,
-                    &mut chosen,
-                    &mut out,
-                    env.ws,
-                );
+                let loss = if self.optimizer == Optimizer::Gd {
+                    env.model.assign_and_train(
+                        models,
+                        k,
+                        env.data,
+                        &[self.lr],
+                        *local_steps,
+                        &mut losses,
+                        &mut chosen,
+                        &mut out,
+                        env.ws,
+                    )[0]
+                } else {
+                    env.model.losses(models, env.data, &mut losses, env.ws);
+                    chosen[0] = argmin_f64(&losses);
+                    out.copy_from_slice(&models[chosen[0] * p..(chosen[0] + 1) * p]);
+                    self.trainer.train(&mut out, self.lr, *local_steps, env)
+                };
                 Up::Trained {
                     cluster: chosen[0] as u32,
-                    reply: ModelReply::checked(out, trained[0], samples),
+                    reply: ModelReply::checked(out, loss, samples),
                 }
             }
-            Down::Gradient { models, cluster, p } => {
+            Down::Gradient {
+                models,
+                cluster,
+                p,
+                local_steps,
+            } => {
                 let c = *cluster as usize;
                 let start = models.get(c * p..(c + 1) * p).ok_or_else(|| {
                     AlgoError::Protocol(format!("cluster {c} is not among the models"))
                 })?;
                 let mut grad = vec![0.0f32; *p];
-                let loss = env.model.loss_grad(start, env.data, &mut grad, env.ws);
+                let loss = if *local_steps == 1 && self.optimizer == Optimizer::Gd {
+                    env.model.loss_grad(start, env.data, &mut grad, env.ws)
+                } else {
+                    grad.copy_from_slice(start);
+                    let loss = self.trainer.train(&mut grad, self.lr, *local_steps, env);
+                    // (start − end) / lr, so that the server's step of lr
+                    // along the trimmed mean is the trimmed mean of updates.
+                    let scale = 1.0 / self.lr;
+                    for (g, s) in grad.iter_mut().zip(start) {
+                        *g = (s - *g) * scale;
+                    }
+                    loss
+                };
                 Up::Gradient(ModelReply::checked(grad, loss, samples))
             }
         })

@@ -83,6 +83,17 @@ pub struct Config {
     pub trim: f64,
     /// TrimmedMeanGD step size.
     pub lr: f32,
+    /// Cluster training (TrimmedMeanGD, and ONE_SHOT-IFCA's local steps):
+    /// full-batch GD (default) or Adam on minibatches, as the public code
+    /// trains.
+    #[serde(default)]
+    pub optimizer: Optimizer,
+    /// TrimmedMeanGD: local steps per round. With 1 step of GD (the default)
+    /// a member sends its gradient (Algorithm 3); otherwise it runs this many
+    /// steps of `optimizer` from the cluster model and sends its update
+    /// divided by `lr`, as the public code's REFINE does.
+    #[serde(default = "default_refine_local_steps")]
+    pub refine_local_steps: usize,
     /// `w_0`, the start of every local and cluster model.
     #[serde(default)]
     pub init: InitScheme,
@@ -102,6 +113,9 @@ fn default_refine_steps() -> usize {
 }
 fn default_refine_rounds() -> usize {
     20
+}
+fn default_refine_local_steps() -> usize {
+    1
 }
 fn default_trim() -> f64 {
     0.1
@@ -146,6 +160,8 @@ impl Validate for Config {
             ));
         }
         positive("lr", f64::from(self.lr))?;
+        self.optimizer.validate("optimizer")?;
+        at_least_one("refine_local_steps", self.refine_local_steps)?;
         if let AfterOneShot::Ifca { local_steps } = self.then {
             at_least_one("then.local_steps", local_steps)?;
         }

@@ -28,7 +28,9 @@ pub enum Down {
         /// Local gradient steps.
         local_steps: usize,
     },
-    /// TrimmedMeanGD: the gradient of your loss at the model of `cluster`.
+    /// TrimmedMeanGD: the gradient of your loss at the model of `cluster`
+    /// (`local_steps = 1`), or your update after `local_steps` steps from it,
+    /// divided by the step size.
     Gradient {
         /// All cluster models, shared in process.
         models: Arc<Vec<f32>>,
@@ -36,6 +38,8 @@ pub enum Down {
         cluster: u32,
         /// Parameters per model.
         p: usize,
+        /// Local steps.
+        local_steps: usize,
     },
 }
 
@@ -62,7 +66,7 @@ impl Message for Down {
         4 + match self {
             Down::TrainLocal(w0) => w0.len() as u64 * 4,
             Down::Evaluate { models, .. } | Down::Ifca { models, .. } => models.len() as u64 * 4,
-            Down::Gradient { p, .. } => *p as u64 * 4 + 4,
+            Down::Gradient { p, .. } => *p as u64 * 4 + 8,
         }
     }
     fn is_finite(&self) -> bool {

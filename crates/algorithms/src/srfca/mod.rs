@@ -17,8 +17,10 @@
 //!    components of at least `t` clients as `C_0`; the others wait unassigned.
 //! 4. REFINE, `R` times: (a) TrimmedMeanGD (Algorithm 3), `refine_rounds`
 //!    rounds: each cluster model starts at `w_0`, its members send the gradient
-//!    at it, and the server steps along the coordinate-wise trimmed mean
-//!    `TrMean_β` of the gradients (Definition 3.2); (b) cross-loss only, one
+//!    at it (or, with `refine_local_steps` > 1 or Adam, their update after
+//!    that many local steps, divided by `lr`, as the public code does), and
+//!    the server steps along the coordinate-wise trimmed mean `TrMean_β` of
+//!    the gradients (Definition 3.2); (b) cross-loss only, one
 //!    round in which every client scores every cluster model, `f_i(ω_c)`;
 //!    (c) RECLUSTER (Algorithm 2): every client, assigned or not, joins the
 //!    nearest cluster model, `dist(w_i, ω_c)` with the cluster's loss `f_c` the

@@ -360,6 +360,7 @@ impl ServerHalf for SrFcaServer {
                                 models: Arc::clone(&models),
                                 cluster: c,
                                 p,
+                                local_steps: self.config.refine_local_steps,
                             },
                         ))
                     })

@@ -1,7 +1,9 @@
 //! SR-FCA on seeded linear-regression mixtures: it finds the number of clusters
 //! and the clustering by itself.
 
-use fedcluster_core::{Batch, ServerHalf};
+use fedcluster_core::{
+    Batch, ClientEnv, ClientHalf, Model, Purpose, RoundCtx, ServerHalf, Workspace, stream,
+};
 use fedcluster_data::FederatedData;
 use fedcluster_data::synthetic::{IfcaSyntheticSpec, TruthScale, ifca_synthetic};
 use fedcluster_metrics::clustering::{adjusted_rand_index, param_error};
@@ -40,6 +42,8 @@ fn config(distance: Distance, threshold: Threshold) -> Config {
         refine_rounds: 100,
         trim: 0.1,
         lr: 0.1,
+        optimizer: Optimizer::Gd,
+        refine_local_steps: 1,
         init: InitScheme::Zeros,
         then: AfterOneShot::Refine,
     }
@@ -170,6 +174,77 @@ fn adam_one_shot_also_finds_the_clusters() {
     c.local_optimizer = Optimizer::Adam { batch_size: 10 };
     c.local_lr = 0.05;
     check_recovery(&c, 2);
+}
+
+#[test]
+fn adam_refine_with_local_steps_finds_the_clusters() {
+    let mut c = config(Distance::CrossLoss, Threshold::Quantile { value: 0.2 });
+    c.optimizer = Optimizer::Adam { batch_size: 10 };
+    c.refine_local_steps = 5;
+    c.lr = 0.01;
+    check_recovery(&c, 2);
+}
+
+#[test]
+fn adam_one_shot_ifca_finds_the_clusters() {
+    let data = data(1);
+    let mut c = config(Distance::L2, Threshold::Quantile { value: 0.2 });
+    c.then = AfterOneShot::Ifca { local_steps: 5 };
+    c.optimizer = Optimizer::Adam { batch_size: 10 };
+    c.lr = 0.01;
+    let server = drive(&c, &data, c.clustering_rounds() + 100, 1);
+    assert_eq!(server.clusters(), 3);
+    let snap = server.snapshot();
+    let view = &snap.replicas[0];
+    let found: Vec<usize> = view.assignment.iter().map(|a| a.unwrap()).collect();
+    assert_eq!(adjusted_rand_index(&found, &data.truth.train_labels), 1.0);
+    let err = param_error(&view.models, data.truth.params.as_ref().unwrap()).unwrap();
+    assert!(err < 0.1, "parameter error {err}");
+}
+
+#[test]
+fn a_multi_step_update_is_sent_as_the_sum_of_its_gradients() {
+    // Two GD steps of size lr from w: (w − w₂)/lr = ∇f(w) + ∇f(w₁).
+    let data = data(3);
+    let model = LinearRegression::new(data.dim).unwrap();
+    let batch = data.train[0].batch(data.dim);
+    let mut c = config(Distance::L2, Threshold::Quantile { value: 0.2 });
+    c.refine_local_steps = 2;
+    let mut client = SrFcaClient::new(&c);
+    let mut ws = Workspace::default();
+    let start: Vec<f32> = (0..data.dim).map(|i| 0.1 * i as f32).collect();
+    let mut env = ClientEnv {
+        id: 0,
+        data: batch,
+        model: &model,
+        rng: stream(1, Purpose::Client, 0, 0),
+        ws: &mut ws,
+    };
+    let ctx = RoundCtx {
+        round: 0,
+        rounds: 1,
+        num_clients: 1,
+    };
+    let msg = Down::Gradient {
+        models: std::sync::Arc::new(start.clone()),
+        cluster: 0,
+        p: data.dim,
+        local_steps: 2,
+    };
+    let Up::Gradient(sent) = client.handle(&ctx, &msg, &mut env).unwrap() else {
+        panic!("a gradient reply");
+    };
+    let (mut g0, mut g1) = (vec![0.0f32; data.dim], vec![0.0f32; data.dim]);
+    model.loss_grad(&start, batch, &mut g0, env.ws);
+    let w1: Vec<f32> = start.iter().zip(&g0).map(|(w, g)| w - c.lr * g).collect();
+    model.loss_grad(&w1, batch, &mut g1, env.ws);
+    for ((s, a), b) in sent.payload.iter().zip(&g0).zip(&g1) {
+        assert!(
+            (s - (a + b)).abs() < 1e-3 * (1.0 + (a + b).abs()),
+            "{s} vs {}",
+            a + b
+        );
+    }
 }
 
 #[test]

@@ -94,6 +94,7 @@ pub fn trial_config(sigma: f64, separation: f64, seed: u64, options: &Options) -
         rounds: options.rounds,
         threads: options.threads,
         eval_every: 0,
+        eval_at: Vec::new(),
         test_pick: Default::default(),
         local_eval_models: 0,
         data: DataConfig::IfcaSynthetic(IfcaSyntheticSpec {

@@ -167,6 +167,7 @@ fn algorithm(label: &str, separation: f32) -> AlgorithmConfig {
             lr: LR,
             local_steps: 5,
             participation: 1.0,
+            optimizer: Default::default(),
         }),
         "IFCA (random init)" => two_phase(fedavg(5), Start::Init, separation),
         _ => two_phase(fedavg(5), Start::Truth, separation),
@@ -187,6 +188,7 @@ fn run_config(
         rounds,
         threads: o.threads,
         eval_every: 0,
+        eval_at: Vec::new(),
         test_pick: Default::default(),
         local_eval_models: 0,
         data: DataConfig::MixedRegression(MixedRegressionSpec {

@@ -175,6 +175,7 @@ impl Setting {
                 lr: LR,
                 local_steps: STEPS,
                 participation: self.participation(),
+                optimizer: Default::default(),
             }),
             "IFCA (random init)" => self.two_phase(Start::Init),
             _ => self.two_phase(Start::Labels),
@@ -188,6 +189,7 @@ impl Setting {
             rounds: self.phase1_rounds() + o.rounds,
             threads: o.threads,
             eval_every: o.eval_every,
+            eval_at: Vec::new(),
             test_pick: TestPick::HighestAccuracy,
             local_eval_models: 0,
             data: DataConfig::MnistAnchored(MnistAnchoredSpec {

@@ -229,6 +229,7 @@ fn run_config(
         rounds: o.rounds,
         threads: o.threads,
         eval_every,
+        eval_at: Vec::new(),
         test_pick: Default::default(),
         local_eval_models: o.local_eval_models,
         data: DataConfig::Mnist(MnistClustersSpec {

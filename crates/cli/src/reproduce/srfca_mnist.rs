@@ -3,11 +3,12 @@
 //! full participation, MLP 784-200-10; SR-FCA with 2 REFINE steps against
 //! Local, Global, CFL, Local-KMeans, IFCA, FedSoft and ONE_SHOT-IFCA.
 //!
-//! Local training follows the paper's public code where our algorithms allow:
-//! Adam on minibatches of 50 (IFCA, Global, Local, CFL, SR-FCA's ONE_SHOT);
-//! Local-KMeans, FedSoft, ONE_SHOT-IFCA and SR-FCA's TrimmedMeanGD use
-//! full-batch gradients. Test accuracy: each test client uses the model of
-//! lowest loss on its data (local models: their cluster's test data).
+//! Local training follows the paper's public code: every method trains with
+//! Adam on minibatches of 50, the moments kept per client; SR-FCA's REFINE runs
+//! 5 local steps per round and takes the trimmed mean of the updates. Rounds:
+//! 280 (inverted) and 250 (rotated), REFINE 56 and 42 rounds, as the public
+//! code. Test accuracy: each training client's model (its cluster's, or its
+//! own) on the test data of its true cluster, averaged over the clients.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -27,6 +28,7 @@ use super::mean_std;
 use crate::config::{AlgorithmConfig, DataConfig, ModelConfig, RunConfig};
 use crate::experiment::{build_data, execute};
 use crate::table::render;
+use fedcluster_sim::record::TestPick;
 
 /// Options of the reproduction.
 #[derive(Debug, Clone)]
@@ -35,34 +37,46 @@ pub struct Options {
     pub data_dir: PathBuf,
     /// Seeds per (setting, method).
     pub seeds: usize,
-    /// Rounds per run (SR-FCA's clustering rounds count among them).
-    pub rounds: usize,
-    /// SR-FCA's TrimmedMeanGD rounds per REFINE step.
-    pub refine_rounds: usize,
+    /// Rounds per run (SR-FCA's clustering rounds count among them); `None`:
+    /// each setting's own (280 inverted, 250 rotated).
+    pub rounds: Option<usize>,
     /// Worker threads (0: one per core).
     pub threads: usize,
+    /// Only these methods, by label, case-insensitive (all when empty).
+    pub methods: Vec<String>,
 }
 
 impl Options {
-    /// The paper's protocol: 5 seeds, 250 rounds.
+    /// The methods selected, in the report's order.
+    fn selected(&self) -> Vec<&'static str> {
+        METHODS
+            .iter()
+            .copied()
+            .filter(|m| {
+                self.methods.is_empty() || self.methods.iter().any(|x| x.eq_ignore_ascii_case(m))
+            })
+            .collect()
+    }
+
+    /// The paper's protocol: 5 seeds, each setting's rounds.
     pub fn full(data_dir: PathBuf, threads: usize) -> Self {
         Self {
             data_dir,
             seeds: 5,
-            rounds: 250,
-            refine_rounds: 50,
+            rounds: None,
             threads,
+            methods: Vec::new(),
         }
     }
 
-    /// A smoke run: 1 seed, a few rounds.
+    /// A smoke run: 1 seed, 12 rounds.
     pub fn quick(data_dir: PathBuf, threads: usize) -> Self {
         Self {
             data_dir,
             seeds: 1,
-            rounds: 12,
-            refine_rounds: 2,
+            rounds: Some(12),
             threads,
+            methods: Vec::new(),
         }
     }
 }
@@ -73,24 +87,37 @@ const TEST_CLIENTS: usize = 32;
 const ADAM_LR: f32 = 1e-3;
 const BATCH: usize = 50;
 const LOCAL_STEPS: usize = 5;
-const GD_LR: f32 = 0.1;
+/// ONE_SHOT's and Local-KMeans' local training steps.
+const ONE_SHOT_STEPS: usize = 250;
+/// SR-FCA's trimming level β.
+const TRIM: f64 = 0.15;
+/// SR-FCA's REFINE steps.
+const REFINE_STEPS: usize = 2;
 
 /// One setting and the paper's numbers for it.
 struct Setting {
     label: &'static str,
     transforms: &'static [Transform],
+    /// Rounds (the public code's iterations).
+    rounds: usize,
+    /// SR-FCA's TrimmedMeanGD rounds per REFINE step.
+    refine_rounds: usize,
     /// SR-FCA's λ as a quantile of the pairwise cross-cluster losses.
     lambda_quantile: f64,
     /// Paper, Table 1 (test accuracy %) by method label.
     accuracy: &'static [(&'static str, f64)],
     /// Paper, Table 2 (misclustering) by method label.
     misclustering: &'static [(&'static str, f64)],
+    /// Paper, Table 4: SR-FCA after the first and second REFINE (mean, std).
+    after_refine: [(f64, f64); 2],
 }
 
 const SETTINGS: &[Setting] = &[
     Setting {
         label: "inverted MNIST (k = 2)",
         transforms: &[Transform::Identity, Transform::Invert],
+        rounds: 280,
+        refine_rounds: 56,
         lambda_quantile: 0.25,
         accuracy: &[
             ("SR-FCA", 92.03),
@@ -106,6 +133,7 @@ const SETTINGS: &[Setting] = &[
             ("Local-KMeans", 0.36),
             ("IFCA", 0.0),
         ],
+        after_refine: [(91.88, 0.39), (92.03, 0.30)],
     },
     Setting {
         label: "rotated MNIST (k = 4)",
@@ -115,6 +143,8 @@ const SETTINGS: &[Setting] = &[
             Transform::Rotate180,
             Transform::Rotate270,
         ],
+        rounds: 250,
+        refine_rounds: 42,
         lambda_quantile: 0.1,
         accuracy: &[
             ("SR-FCA", 91.66),
@@ -130,6 +160,7 @@ const SETTINGS: &[Setting] = &[
             ("Local-KMeans", 0.28),
             ("IFCA", 0.0),
         ],
+        after_refine: [(91.63, 0.12), (91.66, 0.13)],
     },
 ];
 
@@ -153,35 +184,57 @@ impl Setting {
         self.transforms.len()
     }
 
-    fn srfca(&self, o: &Options, then: AfterOneShot) -> AlgorithmConfig {
-        AlgorithmConfig::Srfca(srfca::Config {
+    fn rounds(&self, o: &Options) -> usize {
+        o.rounds.unwrap_or(self.rounds)
+    }
+
+    /// The setting's REFINE rounds, or a fifth of overridden rounds.
+    fn refine_rounds(&self, o: &Options) -> usize {
+        o.rounds.map_or(self.refine_rounds, |r| (r / 5).max(1))
+    }
+
+    fn srfca_config(&self, o: &Options, then: AfterOneShot) -> srfca::Config {
+        srfca::Config {
             threshold: Threshold::Quantile {
                 value: self.lambda_quantile,
             },
             min_size: 2,
             distance: Distance::CrossLoss,
-            local_steps: 250,
+            local_steps: ONE_SHOT_STEPS,
             local_lr: ADAM_LR,
             local_optimizer: adam(),
-            refine_steps: 2,
-            refine_rounds: o.refine_rounds,
-            trim: 0.15,
-            lr: GD_LR,
+            refine_steps: REFINE_STEPS,
+            refine_rounds: self.refine_rounds(o),
+            trim: TRIM,
+            lr: ADAM_LR,
+            optimizer: adam(),
+            refine_local_steps: LOCAL_STEPS,
             init: InitScheme::Model,
             then,
-        })
+        }
+    }
+
+    /// Rounds (from 1) after which Table 4's intermediate accuracies are
+    /// read: ONE_SHOT's local models, then the end of each REFINE's
+    /// TrimmedMeanGD (before its RECLUSTER and MERGE).
+    fn table4_rounds(&self, o: &Options) -> Vec<usize> {
+        let r = self.refine_rounds(o);
+        std::iter::once(1)
+            .chain((1..=REFINE_STEPS).map(|step| 1 + step * (r + 1)))
+            .filter(|&round| round <= self.rounds(o))
+            .collect()
     }
 
     fn algorithm(&self, method: &str, o: &Options) -> AlgorithmConfig {
         let k = self.k();
         match method {
-            "SR-FCA" => self.srfca(o, AfterOneShot::Refine),
-            "ONE_SHOT-IFCA" => self.srfca(
+            "SR-FCA" => AlgorithmConfig::Srfca(self.srfca_config(o, AfterOneShot::Refine)),
+            "ONE_SHOT-IFCA" => AlgorithmConfig::Srfca(self.srfca_config(
                 o,
                 AfterOneShot::Ifca {
                     local_steps: LOCAL_STEPS,
                 },
-            ),
+            )),
             "Local" => AlgorithmConfig::Local(local::Config {
                 lr: ADAM_LR,
                 local_steps: LOCAL_STEPS,
@@ -209,16 +262,19 @@ impl Setting {
                 init: InitScheme::Model,
                 optimizer: adam(),
             }),
+            // Local models from independent random starts (as separately trained
+            // local models are), k-means on their weights, FedAvg per cluster.
             "Local-KMeans" => AlgorithmConfig::LocalKmeans(oneshot::Config {
                 clusters: k,
-                erm_steps: 100,
-                erm_lr: GD_LR,
-                erm_init: InitScheme::Zeros,
+                erm_steps: ONE_SHOT_STEPS,
+                erm_lr: ADAM_LR,
+                erm_init: InitScheme::Model,
                 kmeans_restarts: 10,
                 aggregation: Aggregation::Model,
-                lr: GD_LR,
+                lr: ADAM_LR,
                 local_steps: LOCAL_STEPS,
                 participation: 1.0,
+                optimizer: adam(),
             }),
             "IFCA" => AlgorithmConfig::Ifca(ifca::Config {
                 clusters: k,
@@ -235,13 +291,14 @@ impl Setting {
             }),
             _ => AlgorithmConfig::Fedsoft(fedsoft::Config {
                 clusters: k,
-                lr: GD_LR,
+                lr: ADAM_LR,
                 mu: 0.1,
                 local_steps: LOCAL_STEPS,
                 estimate_every: 5,
                 smoothing: 1e-4,
                 participation: 1.0,
                 init: InitScheme::Model,
+                optimizer: adam(),
             }),
         }
     }
@@ -250,10 +307,15 @@ impl Setting {
         RunConfig {
             name: Some("srfca-mnist".into()),
             seed,
-            rounds: o.rounds,
+            rounds: self.rounds(o),
             threads: o.threads,
             eval_every: 0,
-            test_pick: Default::default(),
+            eval_at: if method == "SR-FCA" {
+                self.table4_rounds(o)
+            } else {
+                Vec::new()
+            },
+            test_pick: TestPick::Assigned,
             local_eval_models: 0,
             data: DataConfig::Mnist(MnistClustersSpec {
                 transforms: self.transforms.to_vec(),
@@ -276,11 +338,17 @@ struct Run {
     accuracy: Option<f64>,
     misclustering: Option<f64>,
     clusters: Option<usize>,
+    /// SR-FCA only: test accuracy after each of [`Setting::table4_rounds`].
+    intermediate: Vec<Option<f64>>,
     seconds: f64,
 }
 
 fn run_all(o: &Options) -> Result<Vec<Run>> {
-    let bar = ProgressBar::new((SETTINGS.len() * METHODS.len() * o.seeds) as u64).with_style(
+    let methods = o.selected();
+    if methods.is_empty() {
+        anyhow::bail!("no run selected: the methods are {METHODS:?}");
+    }
+    let bar = ProgressBar::new((SETTINGS.len() * methods.len() * o.seeds) as u64).with_style(
         ProgressStyle::with_template("{bar:40} {pos}/{len} runs  {msg}  {elapsed_precise}")
             .expect("valid template"),
     );
@@ -288,18 +356,30 @@ fn run_all(o: &Options) -> Result<Vec<Run>> {
     for (si, setting) in SETTINGS.iter().enumerate() {
         for seed in 1..=o.seeds as u64 {
             let data = build_data(&setting.config("Global", seed, o))?;
-            for &method in METHODS {
+            for &method in &methods {
                 bar.set_message(format!("{} {method} seed {seed}", setting.label));
                 let config = setting.config(method, seed, o);
                 let outcome = execute(&config, &data, &mut |_| {})
                     .with_context(|| format!("{method} on {}, seed {seed}", setting.label))?;
                 let last = outcome.final_record();
+                let intermediate = config
+                    .eval_at
+                    .iter()
+                    .map(|&round| {
+                        outcome
+                            .records
+                            .iter()
+                            .find(|r| r.round + 1 == round && r.replica == outcome.selected)
+                            .and_then(|r| r.test_accuracy)
+                    })
+                    .collect();
                 runs.push(Run {
                     setting: si,
                     method,
                     accuracy: last.and_then(|r| r.test_accuracy),
                     misclustering: last.and_then(|r| r.majority_misclustering),
                     clusters: last.and_then(|r| r.clusters_found),
+                    intermediate,
                     seconds: outcome.wall_seconds,
                 });
                 bar.inc(1);
@@ -330,7 +410,7 @@ pub fn reproduce(o: &Options, out: &Path) -> Result<String> {
     let opt = |v: Option<f64>| v.map(|x| x.to_string()).unwrap_or_default();
     for (si, setting) in SETTINGS.iter().enumerate() {
         let mut rows = Vec::new();
-        for &method in METHODS {
+        for method in o.selected() {
             let these: Vec<&Run> = runs
                 .iter()
                 .filter(|r| r.setting == si && r.method == method)
@@ -394,24 +474,99 @@ pub fn reproduce(o: &Options, out: &Path) -> Result<String> {
             )
         );
     }
+    let _ = write!(tables, "{}", table4(&runs));
     std::fs::write(out.join("results.csv"), csv)?;
     let report = format!(
-        "# SR-FCA paper, Tables 1-2: inverted and rotated MNIST\n\n\
+        "# SR-FCA paper, Tables 1, 2 and 4: inverted and rotated MNIST\n\n\
          m = {M} clients of n = {N} images, {TEST_CLIENTS} test clients, MLP 784-200-10, full \
-         participation, {rounds} rounds, {seeds} seed(s). Adam (lr {ADAM_LR}, minibatches of {BATCH}, \
-         {LOCAL_STEPS} steps per round, moments kept per client) for IFCA, Global, Local, CFL and \
-         SR-FCA's ONE_SHOT (250 steps); full-batch gradients (lr {GD_LR}) for Local-KMeans, FedSoft, \
-         ONE_SHOT-IFCA and SR-FCA's TrimmedMeanGD ({refine} rounds per REFINE, 2 REFINE steps, \
-         β = 0.15). SR-FCA: cross-cluster-loss distance, t = 2, λ the 0.25 (inverted) or 0.1 \
-         (rotated) quantile of the pairwise distances. CFL's ε₁ = 1.0, ε₂ = 1.6 are not tuned. \
-         Misclustering: each found cluster labelled by its majority true cluster (Definition 3.1). \
-         Test accuracy: each test client uses the model of lowest loss on its data. Took {secs:.0} s.\n\n\
-         {tables}`results.csv` has every run.\n",
-        rounds = o.rounds,
+         participation, {rounds} rounds, {seeds} seed(s). Every method trains with Adam (lr \
+         {ADAM_LR}, minibatches of {BATCH}, moments kept per client), {LOCAL_STEPS} local steps \
+         per round. SR-FCA: ONE_SHOT trains {ONE_SHOT_STEPS} local steps; cross-cluster-loss \
+         distance; t = 2; λ the 0.25 (inverted) or 0.1 (rotated) quantile of the pairwise \
+         distances; {REFINE_STEPS} REFINE steps of {refine} rounds, each round {LOCAL_STEPS} \
+         local steps and the trimmed mean (β = {TRIM}) of the updates. Local-KMeans trains \
+         {ONE_SHOT_STEPS} local steps from independent random starts, then k-means on the \
+         weights and FedAvg per cluster. FedSoft: μ = 0.1, importance re-estimated every 5 \
+         rounds. CFL: ε₁ = 1.0, ε₂ = 1.6 after 20 warm-up rounds. \
+         Misclustering: each found cluster labelled by its majority true cluster (Definition \
+         3.1). Test accuracy: each training client's model (its cluster's, or under Local its \
+         own) on all test data of its true cluster, averaged over the clients. Took {secs:.0} \
+         s.\n\n{tables}`results.csv` has every run.\n",
+        rounds = rounds_text(o),
         seeds = o.seeds,
-        refine = o.refine_rounds,
+        refine = refine_text(o),
         secs = start.elapsed().as_secs_f64(),
     );
     std::fs::write(out.join("report.md"), report)?;
     Ok(tables)
+}
+
+fn rounds_text(o: &Options) -> String {
+    let each: Vec<String> = SETTINGS.iter().map(|s| s.rounds(o).to_string()).collect();
+    format!("{} (inverted / rotated)", each.join(" / "))
+}
+
+fn refine_text(o: &Options) -> String {
+    let each: Vec<String> = SETTINGS
+        .iter()
+        .map(|s| s.refine_rounds(o).to_string())
+        .collect();
+    each.join(" / ")
+}
+
+/// Table 4: SR-FCA's test accuracy after ONE_SHOT (its local models), after
+/// each REFINE's TrimmedMeanGD, and at the end.
+fn table4(runs: &[Run]) -> String {
+    let mut rows = Vec::new();
+    let stages = 1 + REFINE_STEPS;
+    for stage in 0..=stages {
+        let label = match stage {
+            0 => "after ONE_SHOT (local models)".to_string(),
+            s if s <= REFINE_STEPS => format!("after REFINE {s}"),
+            _ => "final".to_string(),
+        };
+        let mut row = vec![label];
+        for (si, setting) in SETTINGS.iter().enumerate() {
+            let acc: Vec<f64> = runs
+                .iter()
+                .filter(|r| r.setting == si && r.method == "SR-FCA")
+                .filter_map(|r| {
+                    if stage == stages {
+                        r.accuracy
+                    } else {
+                        r.intermediate.get(stage).copied().flatten()
+                    }
+                })
+                .map(|a| 100.0 * a)
+                .collect();
+            let (mean, sd) = mean_std(&acc);
+            row.push(if acc.is_empty() {
+                "-".into()
+            } else {
+                format!("{mean:.2} ± {sd:.2}")
+            });
+            row.push(match stage {
+                s if (1..=REFINE_STEPS).contains(&s) => {
+                    let (m, d) = setting.after_refine[s - 1];
+                    format!("{m:.2} ± {d:.2}")
+                }
+                _ => "-".into(),
+            });
+        }
+        rows.push(row);
+    }
+    format!(
+        "## Table 4: SR-FCA's intermediate steps\n\nREFINE r: the cluster models at the end of \
+         its TrimmedMeanGD, before its RECLUSTER and MERGE.\n\n{}\n",
+        render(
+            &[
+                "SR-FCA",
+                "inverted (ours)",
+                "paper",
+                "rotated (ours)",
+                "paper",
+            ],
+            &rows
+        )
+    )
 }
