@@ -24,5 +24,5 @@ pub use federation::{
     AlgoError, ClientEnv, ClientHalf, ClientId, Message, ReplicaView, RoundCtx, ServerHalf,
     Snapshot,
 };
-pub use model::{Batch, Model, Targets, Workspace};
+pub use model::{Batch, MinibatchScratch, Model, Targets, Workspace};
 pub use rng::{Purpose, Rng, stream};

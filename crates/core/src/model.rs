@@ -85,6 +85,22 @@ pub struct Workspace {
     pub bufs: Vec<Vec<f32>>,
     /// A gradient buffer for training loops; models never touch it.
     pub grad: Vec<f32>,
+    /// Minibatch training loops' buffers; models never touch them.
+    pub minibatch: MinibatchScratch,
+}
+
+/// A minibatch loop's reusable buffers: the visiting order and the gathered
+/// rows and targets.
+#[derive(Debug, Default)]
+pub struct MinibatchScratch {
+    /// Point indices in visiting order.
+    pub order: Vec<usize>,
+    /// Gathered feature rows.
+    pub x: Vec<f32>,
+    /// Gathered real targets.
+    pub y_real: Vec<f32>,
+    /// Gathered class targets.
+    pub y_class: Vec<u32>,
 }
 
 impl Workspace {

@@ -9,7 +9,7 @@
 use rand::seq::SliceRandom;
 
 use fedcluster_core::params::all_finite;
-use fedcluster_core::{Batch, Model, Rng, Targets, Workspace};
+use fedcluster_core::{Batch, MinibatchScratch, Model, Rng, Targets, Workspace};
 
 /// Adam's hyperparameters.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -100,10 +100,16 @@ pub fn adam_steps_towards(
         return model.loss(params, batch, ws);
     }
     let size = config.batch_size.clamp(1, n);
-    let mut order: Vec<usize> = (0..n).collect();
+    let mut scratch = std::mem::take(&mut ws.minibatch);
+    let MinibatchScratch {
+        order,
+        x,
+        y_real,
+        y_class,
+    } = &mut scratch;
+    order.clear();
+    order.extend(0..n);
     let mut cursor = n; // start with a fresh shuffle
-    let mut x = Vec::with_capacity(size * d);
-    let (mut y_real, mut y_class) = (Vec::new(), Vec::new());
     let mut grad = std::mem::take(&mut ws.grad);
     grad.resize(p, 0.0);
     let mut first = f64::NAN;
@@ -122,16 +128,16 @@ pub fn adam_steps_towards(
             Targets::Real(y) => {
                 y_real.clear();
                 y_real.extend(rows.iter().map(|&r| y[r]));
-                Targets::Real(&y_real)
+                Targets::Real(y_real)
             }
             Targets::Class(y) => {
                 y_class.clear();
                 y_class.extend(rows.iter().map(|&r| y[r]));
-                Targets::Class(&y_class)
+                Targets::Class(y_class)
             }
         };
         let mini = Batch {
-            x: &x,
+            x,
             y: targets,
             dim: d,
         };
@@ -167,6 +173,7 @@ pub fn adam_steps_towards(
         }
     }
     ws.grad = grad;
+    ws.minibatch = scratch;
     if all_finite(params) { first } else { f64::NAN }
 }
 
