@@ -240,12 +240,13 @@ impl SrFcaServer {
         }
     }
 
-    /// Starts REFINE `refine` (TrimmedMeanGD from `w_0`), or the final training.
+    /// Starts REFINE `refine` (TrimmedMeanGD from `w_0`, reset when its first
+    /// round is planned, so that snapshots until then show the last REFINE's
+    /// merged models), or the final training.
     fn start_refine(&mut self, refine: usize) {
         if refine == self.config.refine_steps {
             self.stage = Stage::Final;
         } else {
-            self.models = self.w0.repeat(self.clusters());
             self.stage = Stage::Train { refine, round: 0 };
         }
     }
@@ -347,6 +348,9 @@ impl ServerHalf for SrFcaServer {
                     .collect()
             }
             Stage::Train { .. } | Stage::Final => {
+                if let Stage::Train { round: 0, .. } = self.stage {
+                    self.models = self.w0.repeat(self.clusters());
+                }
                 self.gradients = vec![Vec::new(); self.clusters()];
                 let models = Arc::new(self.models.clone());
                 self.assignment

@@ -215,12 +215,13 @@ impl Setting {
     }
 
     /// Rounds (from 1) after which Table 4's intermediate accuracies are
-    /// read: ONE_SHOT's local models, then the end of each REFINE's
-    /// TrimmedMeanGD (before its RECLUSTER and MERGE).
+    /// read: ONE_SHOT's local models, then the end of each REFINE (after its
+    /// TrimmedMeanGD, RECLUSTER and MERGE; the cross-loss distance spends one
+    /// evaluation round per REFINE).
     fn table4_rounds(&self, o: &Options) -> Vec<usize> {
         let r = self.refine_rounds(o);
         std::iter::once(1)
-            .chain((1..=REFINE_STEPS).map(|step| 1 + step * (r + 1)))
+            .chain((1..=REFINE_STEPS).map(|step| 2 + step * (r + 1)))
             .filter(|&round| round <= self.rounds(o))
             .collect()
     }
@@ -556,8 +557,8 @@ fn table4(runs: &[Run]) -> String {
         rows.push(row);
     }
     format!(
-        "## Table 4: SR-FCA's intermediate steps\n\nREFINE r: the cluster models at the end of \
-         its TrimmedMeanGD, before its RECLUSTER and MERGE.\n\n{}\n",
+        "## Table 4: SR-FCA's intermediate steps\n\nAfter ONE_SHOT: each client's local model. \
+         After REFINE r: its TrimmedMeanGD's cluster models after its RECLUSTER and MERGE.\n\n{}\n",
         render(
             &[
                 "SR-FCA",
