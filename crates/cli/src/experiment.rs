@@ -13,7 +13,9 @@ use fedcluster_core::{Batch, ClientHalf, Model, ServerHalf};
 use fedcluster_data::{FederatedData, Task};
 use fedcluster_models::{Cnn, LinearRegression, LogisticRegression, Mlp};
 use fedcluster_sim::record::{RoundRecord, TestSet, Truth, records};
-use fedcluster_sim::{InProcess, run};
+use fedcluster_sim::{InProcess, Transport, run};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 
 use crate::config::{CheckedAlgorithm, DataConfig, ModelConfig, RunConfig};
 
@@ -143,26 +145,45 @@ pub struct Progress {
     pub train_loss: Option<f64>,
 }
 
-/// Runs `config` on `data`, calling `progress` after every round.
+/// Runs `config` on `data` in process, calling `progress` after every round.
 pub fn execute(
     config: &RunConfig,
     data: &FederatedData,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Outcome> {
     let model = build_model(config, data)?;
-    let model: &dyn Model = model.as_ref();
+    let driver = Driver::new(config, data, model.as_ref());
+    with_halves(config, data, model.as_ref(), InProcessRun { driver, progress })
+}
+
+/// Receives the configured algorithm's server half and a client half (every
+/// client's starts as a clone of it): runs them in process, as a networked
+/// coordinator, or as one networked client.
+pub trait Halves {
+    /// What running them gives.
+    type Output;
+    /// Runs the two halves.
+    fn run<S, C>(self, server: S, client: C) -> Result<Self::Output>
+    where
+        S: ServerHalf,
+        C: ClientHalf<Down = S::Down, Up = S::Up> + Clone,
+        S::Down: Serialize + DeserializeOwned,
+        S::Up: Serialize + DeserializeOwned;
+}
+
+/// Builds the halves of `config`'s algorithm for `data` and `model` and hands
+/// them to `halves`.
+pub fn with_halves<H: Halves>(
+    config: &RunConfig,
+    data: &FederatedData,
+    model: &dyn Model,
+    halves: H,
+) -> Result<H::Output> {
     let algorithm = config
         .checked_algorithm()
         .map_err(|e| anyhow::anyhow!("field `algorithm.{}`: {}", e.field, e.message))?;
     let m = data.train.len();
     let seed = config.seed;
-    let ctx = Driver {
-        config,
-        data,
-        model,
-        train: data.train.iter().map(|c| c.batch(data.dim)).collect(),
-        test: data.test.iter().map(|c| c.batch(data.dim)).collect(),
-    };
     match algorithm {
         CheckedAlgorithm::Ifca(c) => {
             if c.weight_sharing && model.head_start() == 0 {
@@ -174,25 +195,17 @@ pub fn execute(
             let client = ifca::IfcaClient::new(c.aggregation, c.local_steps)
                 .with_momentum(c.momentum)
                 .with_optimizer(c.optimizer);
-            ctx.drive(
-                ifca::IfcaServer::new(c, model, m, seed),
-                vec![client; m],
-                progress,
-            )
+            halves.run(ifca::IfcaServer::new(c, model, m, seed), client)
         }
         CheckedAlgorithm::Oneshot(c) => {
             let client = oneshot::OneShotClient::new(&c);
-            ctx.drive(
-                oneshot::OneShotServer::new(c, m, seed),
-                vec![client; m],
-                progress,
-            )
+            halves.run(oneshot::OneShotServer::new(c, m, seed), client)
         }
         CheckedAlgorithm::Global(c) => {
             let client = fedavg::FedAvgClient::new(c.aggregation, c.lr, c.local_steps)
                 .with_optimizer(c.optimizer);
             let server = fedavg::FedAvgServer::new(c, model, 1, vec![0; m], seed)?;
-            ctx.drive(server, vec![client; m], progress)
+            halves.run(server, client)
         }
         CheckedAlgorithm::Oracle(c) => {
             let client = fedavg::FedAvgClient::new(c.aggregation, c.lr, c.local_steps)
@@ -202,7 +215,7 @@ pub fn execute(
                 labels: data.truth.train_labels.clone(),
             };
             let server = oracle::server(c, model, truth, seed)?;
-            ctx.drive(server, vec![client; m], progress)
+            halves.run(server, client)
         }
         CheckedAlgorithm::Twophase(c) => {
             let client = twophase::TwoPhaseClient::new(&c);
@@ -227,37 +240,34 @@ pub fn execute(
                 let sizes = data.train.iter().map(|cl| cl.len()).collect();
                 twophase::TwoPhaseServer::new(c, model, sizes, seed)?
             };
-            ctx.drive(server, vec![client; m], progress)
+            halves.run(server, client)
         }
         CheckedAlgorithm::Fedsoft(c) => {
             let client = fedsoft::FedSoftClient::new(&c);
             let server = fedsoft::FedSoftServer::new(c, model, m, seed);
-            ctx.drive(server, vec![client; m], progress)
+            halves.run(server, client)
         }
         CheckedAlgorithm::Cfl(c) => {
             let client = cfl::CflClient::new(Aggregation::Model, c.lr, c.local_steps)
                 .with_optimizer(c.optimizer);
             let server = cfl::CflServer::new(c, model, m, seed);
-            ctx.drive(server, vec![client; m], progress)
+            halves.run(server, client)
         }
         CheckedAlgorithm::Srfca(c) => {
             let client = srfca::SrFcaClient::new(&c);
             let server = srfca::SrFcaServer::new(c, model, m, seed)?;
-            ctx.drive(server, vec![client; m], progress)
+            halves.run(server, client)
         }
         CheckedAlgorithm::Local(c) => {
             let client =
                 local::LocalClient::new(c.lr, c.local_steps, c.init).with_optimizer(c.optimizer);
-            ctx.drive(
-                local::LocalServer::new(c, model, m),
-                vec![client; m],
-                progress,
-            )
+            halves.run(local::LocalServer::new(c, model, m), client)
         }
     }
 }
 
-struct Driver<'a> {
+/// Runs the engine over a transport and turns its events into records.
+pub(crate) struct Driver<'a> {
     config: &'a RunConfig,
     data: &'a FederatedData,
     model: &'a dyn Model,
@@ -265,25 +275,57 @@ struct Driver<'a> {
     test: Vec<Batch<'a>>,
 }
 
-impl Driver<'_> {
-    fn drive<S, C>(
+/// The in-process run: every client half in this process.
+struct InProcessRun<'a, 'p> {
+    driver: Driver<'a>,
+    progress: &'p mut dyn FnMut(Progress),
+}
+
+impl Halves for InProcessRun<'_, '_> {
+    type Output = Outcome;
+    fn run<S, C>(self, server: S, client: C) -> Result<Outcome>
+    where
+        S: ServerHalf,
+        C: ClientHalf<Down = S::Down, Up = S::Up> + Clone,
+        S::Down: Serialize + DeserializeOwned,
+        S::Up: Serialize + DeserializeOwned,
+    {
+        let d = &self.driver;
+        let mut transport = InProcess::new(
+            vec![client; d.data.train.len()],
+            d.train.clone(),
+            d.model,
+            d.config.seed,
+            d.config.threads,
+        )?;
+        d.drive(server, &mut transport, self.progress)
+    }
+}
+
+impl<'a> Driver<'a> {
+    pub(crate) fn new(config: &'a RunConfig, data: &'a FederatedData, model: &'a dyn Model) -> Self {
+        Self {
+            config,
+            data,
+            model,
+            train: data.train.iter().map(|c| c.batch(data.dim)).collect(),
+            test: data.test.iter().map(|c| c.batch(data.dim)).collect(),
+        }
+    }
+
+    /// Runs `server` for the configured rounds over `transport`, recording
+    /// every round.
+    pub(crate) fn drive<S, T>(
         &self,
         mut server: S,
-        clients: Vec<C>,
+        transport: &mut T,
         progress: &mut dyn FnMut(Progress),
     ) -> Result<Outcome>
     where
         S: ServerHalf,
-        C: ClientHalf<Down = S::Down, Up = S::Up>,
+        T: Transport<S::Down, S::Up>,
     {
         let cfg = self.config;
-        let mut transport = InProcess::new(
-            clients,
-            self.train.clone(),
-            self.model,
-            cfg.seed,
-            cfg.threads,
-        )?;
         let truth = Truth {
             clusters: self.data.truth.clusters,
             labels: &self.data.truth.train_labels,
@@ -299,7 +341,7 @@ impl Driver<'_> {
         let mut all = Vec::new();
         let (mut selected, mut replicas) = (0, 0);
         let start = Instant::now();
-        run(&mut server, &mut transport, cfg.rounds, cfg.seed, |event| {
+        run(&mut server, transport, cfg.rounds, cfg.seed, |event| {
             let last = event.round + 1 == cfg.rounds;
             let periodic = (cfg.eval_every > 0 && (event.round + 1) % cfg.eval_every == 0)
                 || cfg.eval_at.contains(&(event.round + 1));

@@ -6,6 +6,7 @@ pub mod bench;
 pub mod bench_mnist;
 pub mod config;
 pub mod experiment;
+pub mod network;
 pub mod plot;
 pub mod reproduce;
 pub mod rundir;

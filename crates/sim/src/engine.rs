@@ -45,6 +45,9 @@ pub enum EngineError {
     /// The observer asked to stop (e.g. a metrics sink failed).
     #[error("stopped by observer: {0}")]
     Stopped(String),
+    /// The transport failed (networked mode: too few replies, IO).
+    #[error("transport: {0}")]
+    Transport(String),
 }
 
 /// What the observer learns after each round.

@@ -1,6 +1,7 @@
 //! Messages shared by the FedAvg-style algorithms (FedAvg, oracle, one-shot,
 //! local).
 
+use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
 use fedcluster_core::Message;
@@ -8,7 +9,7 @@ use fedcluster_core::params::all_finite;
 
 /// Server to client: train from the model of `cluster` (the shared buffer holds
 /// all cluster models; only the one named is sent on the wire).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ClusterModel {
     /// All cluster models, `k x p` values, shared in process.
     pub models: Arc<Vec<f32>>,
@@ -37,7 +38,7 @@ impl Message for ClusterModel {
 
 /// Client to server: a gradient or a trained model, the loss at the starting
 /// point (`None` if it or the update was not finite) and the sample count.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ModelReply {
     /// Gradient or model, `p` values (zeros when `loss` is `None`).
     pub payload: Vec<f32>,

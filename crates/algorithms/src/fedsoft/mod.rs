@@ -25,13 +25,14 @@ mod server;
 pub use client::FedSoftClient;
 pub use server::{Config, FedSoftServer};
 
+use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
 use fedcluster_core::Message;
 use fedcluster_core::params::all_finite;
 
 /// Server to client: all centres, back to back.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Centres {
     /// The centres.
     pub models: Arc<Vec<f32>>,
@@ -40,7 +41,7 @@ pub struct Centres {
 }
 
 /// Client to server.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SoftReply {
     /// The local model `w_k` (zeros when `loss` is `None`).
     pub model: Vec<f32>,

@@ -1,12 +1,13 @@
 //! IFCA messages. Model buffers are shared (`Arc`) in process; `wire_bytes`
 //! counts what a networked transport would send.
 
+use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
 use fedcluster_core::Message;
 
 /// Server to client: the cluster models of every active replica.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Down {
     /// Active replicas' models, replica-major: `replicas x k x p` values.
     pub models: Arc<Vec<f32>>,
@@ -57,7 +58,7 @@ impl Message for Down {
 
 /// Client to server: per active replica, the chosen cluster, its loss and the
 /// gradient (option I) or updated model (option II).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Up {
     /// Chosen cluster per active replica.
     pub chosen: Vec<u32>,

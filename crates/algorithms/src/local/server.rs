@@ -47,7 +47,7 @@ impl Validate for Config {
 }
 
 /// Server to client: train your own model (carries no parameters).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 pub struct TrainLocally;
 
 impl Message for TrainLocally {

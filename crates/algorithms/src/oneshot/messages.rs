@@ -1,11 +1,12 @@
 //! One-shot clustering messages: the ERM phase, then FedAvg's.
 
+use serde::{Deserialize, Serialize};
 use fedcluster_core::Message;
 
 use crate::common::messages::{ClusterModel, ModelReply};
 
 /// Server to client.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub enum Down {
     /// Phase 1: compute and send your local ERM.
     Erm,
@@ -14,7 +15,7 @@ pub enum Down {
 }
 
 /// Client to server.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub enum Up {
     /// Phase 1: the local ERM.
     Erm(ModelReply),

@@ -1,5 +1,6 @@
 //! SR-FCA messages.
 
+use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
 use fedcluster_core::Message;
@@ -8,7 +9,7 @@ use fedcluster_core::params::all_finite;
 use crate::common::messages::ModelReply;
 
 /// Server to client.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub enum Down {
     /// ONE_SHOT: train a local model from `w_0`.
     TrainLocal(Arc<Vec<f32>>),
@@ -44,7 +45,7 @@ pub enum Down {
 }
 
 /// Client to server.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub enum Up {
     /// The local model.
     Local(ModelReply),

@@ -1,5 +1,6 @@
 //! Messages of the two-phase method. Matrices travel row-major as `f32`.
 
+use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
 use fedcluster_core::Message;
@@ -9,7 +10,7 @@ use crate::common::messages::ModelReply;
 
 /// What a subspace client computes from its residuals at each anchor's
 /// estimate: their pair moment `M` (see `moments::add_moment`).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub enum MomentRequest {
     /// The whole `d x d` moment `M` (direct-SVD mode).
     Full,
@@ -22,7 +23,7 @@ pub enum MomentRequest {
 }
 
 /// Server to client.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub enum Down {
     /// Phase 1, step 9: residual moments at the anchors' current estimates.
     Moments {
@@ -55,7 +56,7 @@ pub enum Down {
 }
 
 /// Client to server.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub enum Up {
     /// One `d x d` or `d x k` matrix per anchor, back to back, and the weight
     /// `n_i` of this client.

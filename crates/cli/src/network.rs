@@ -1,0 +1,195 @@
+//! `fedcluster serve` and `fedcluster join`: the networked mode. The
+//! coordinator runs the configured algorithm's server half through the same
+//! engine and records as `fedcluster run`; each client process holds one
+//! client's data and runs the client half.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use fedcluster_core::{Batch, ClientHalf, ClientId, Model, ServerHalf};
+use fedcluster_net::{
+    ClientStats, ClientTls, Coordinator, CoordinatorOptions, JoinOptions, NetStats, ServerTls,
+    Session,
+};
+
+use crate::config::RunConfig;
+use crate::experiment::{Driver, Halves, Outcome, Progress, build_data, build_model, with_halves};
+
+/// How the coordinator listens and whom it admits.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    /// Address to listen on.
+    pub listen: SocketAddr,
+    /// TLS material; `None` means plaintext (loopback only).
+    pub tls: Option<ServerTls>,
+    /// Shared token every client must present.
+    pub token: Option<String>,
+    /// How long to wait for all clients to register.
+    pub join_timeout: Duration,
+    /// How long a round waits for replies.
+    pub round_timeout: Duration,
+    /// Fewest replies a round may complete with (default: every client).
+    pub min_clients: Option<usize>,
+}
+
+/// Reads a PEM file, naming it on failure.
+pub fn read_pem(path: &Path) -> Result<Vec<u8>> {
+    std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))
+}
+
+/// TLS for the coordinator from PEM files (`client_ca` turns on mutual TLS).
+pub fn server_tls(cert: &Path, key: &Path, client_ca: Option<&Path>) -> Result<ServerTls> {
+    Ok(ServerTls {
+        cert_pem: read_pem(cert)?,
+        key_pem: read_pem(key)?,
+        client_ca_pem: client_ca.map(read_pem).transpose()?,
+    })
+}
+
+/// Plaintext is for loopback demos only.
+pub fn check_insecure(listen_or_server: &str, loopback: bool) -> Result<()> {
+    if !loopback {
+        bail!(
+            "--insecure sends models in the clear: only loopback addresses are allowed, got {listen_or_server}"
+        );
+    }
+    Ok(())
+}
+
+/// Runs `config` as the coordinator: waits for its clients, runs every round
+/// through them, and returns the records (as `run` would) and the wire counters.
+pub fn serve(
+    config: &RunConfig,
+    options: &ServeOptions,
+    on_listening: &mut dyn FnMut(SocketAddr),
+    progress: &mut dyn FnMut(Progress),
+) -> Result<(Outcome, NetStats)> {
+    let data = build_data(config)?;
+    let model = build_model(config, &data)?;
+    let m = data.train.len();
+    let min_clients = options.min_clients.unwrap_or(m);
+    let coordinator = Coordinator::start(CoordinatorOptions {
+        listen: options.listen,
+        tls: options.tls.clone(),
+        token: options.token.clone(),
+        config_toml: config.to_toml()?,
+        num_clients: m,
+        rounds: config.rounds,
+        round_timeout: options.round_timeout,
+        min_clients,
+    })?;
+    on_listening(coordinator.local_addr());
+    coordinator.wait_for_clients(options.join_timeout)?;
+    let driver = Driver::new(config, &data, model.as_ref());
+    let mut run = CoordinatorRun {
+        driver,
+        coordinator,
+        progress,
+    };
+    let outcome = with_halves(config, &data, model.as_ref(), &mut run)?;
+    let stats = run_finish(run);
+    Ok((outcome, stats))
+}
+
+fn run_finish(run: CoordinatorRun<'_, '_>) -> NetStats {
+    run.coordinator.finish(Duration::from_millis(1500))
+}
+
+struct CoordinatorRun<'a, 'p> {
+    driver: Driver<'a>,
+    coordinator: Coordinator,
+    progress: &'p mut dyn FnMut(Progress),
+}
+
+impl Halves for &mut CoordinatorRun<'_, '_> {
+    type Output = Outcome;
+    fn run<S, C>(self, server: S, _client: C) -> Result<Outcome>
+    where
+        S: ServerHalf,
+        C: ClientHalf<Down = S::Down, Up = S::Up> + Clone,
+        S::Down: Serialize + DeserializeOwned,
+        S::Up: Serialize + DeserializeOwned,
+    {
+        self.driver
+            .drive(server, &mut self.coordinator, self.progress)
+    }
+}
+
+/// Which client a joining process is: `partition:ID`, the ID-th client of the
+/// data set the coordinator's config describes.
+pub fn parse_data_spec(spec: &str) -> Result<ClientId> {
+    let Some(id) = spec.strip_prefix("partition:") else {
+        bail!("--data `{spec}`: expected partition:ID (the ID-th client of the run's data set)");
+    };
+    id.parse()
+        .with_context(|| format!("--data `{spec}`: `{id}` is not a client id"))
+}
+
+/// Joins a coordinator as one client and answers its rounds until the run
+/// ends. `data_dir` replaces the config's `data.data_dir` (the files on this
+/// machine).
+pub fn join(options: &JoinOptions, data_dir: Option<&Path>) -> Result<ClientStats> {
+    let mut session = Session::join(options)?;
+    let mut overrides = Vec::new();
+    if let Some(dir) = data_dir {
+        let dir = toml::Value::String(dir.to_string_lossy().into_owned());
+        overrides.push(format!("data.data_dir={dir}"));
+    }
+    let config = RunConfig::parse(&session.config_toml, &overrides, "the coordinator's config")?;
+    let data = build_data(&config)?;
+    let id = session.id();
+    let Some(mine) = data.train.get(id) else {
+        bail!("client {id}: the run's data set has {} clients", data.train.len());
+    };
+    let batch = mine.batch(data.dim);
+    let model = build_model(&config, &data)?;
+    let run = ClientRun {
+        session: &mut session,
+        data: batch,
+        model: model.as_ref(),
+        seed: config.seed,
+    };
+    with_halves(&config, &data, model.as_ref(), run)
+}
+
+struct ClientRun<'a, 's> {
+    session: &'s mut Session,
+    data: Batch<'a>,
+    model: &'a dyn Model,
+    seed: u64,
+}
+
+impl Halves for ClientRun<'_, '_> {
+    type Output = ClientStats;
+    fn run<S, C>(self, _server: S, mut client: C) -> Result<ClientStats>
+    where
+        S: ServerHalf,
+        C: ClientHalf<Down = S::Down, Up = S::Up> + Clone,
+        S::Down: Serialize + DeserializeOwned,
+        S::Up: Serialize + DeserializeOwned,
+    {
+        Ok(self
+            .session
+            .serve(&mut client, self.data, self.model, self.seed)?)
+    }
+}
+
+/// A TLS client config from PEM files.
+pub fn client_tls(
+    ca: &Path,
+    domain: Option<String>,
+    identity: Option<(PathBuf, PathBuf)>,
+) -> Result<ClientTls> {
+    Ok(ClientTls {
+        ca_pem: read_pem(ca)?,
+        domain,
+        identity: identity
+            .map(|(c, k)| Ok::<_, anyhow::Error>((read_pem(&c)?, read_pem(&k)?)))
+            .transpose()?,
+    })
+}

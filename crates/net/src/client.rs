@@ -1,0 +1,277 @@
+//! The joining client: registers, then pulls each round's message, runs the
+//! algorithm's client half on its own data, and pushes the reply. Its raw data
+//! never leave the process; only the algorithm's messages do.
+
+use std::time::Duration;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use tonic::service::interceptor::InterceptedService;
+use tonic::transport::{Channel, Endpoint};
+
+use fedcluster_core::{Batch, ClientEnv, ClientHalf, ClientId, Model, Purpose, RoundCtx, Workspace, stream};
+
+use crate::chunk::{Assembler, MAX_MESSAGE, chunk, chunk_count};
+use crate::pb::federation_client::FederationClient;
+use crate::pb::pull_reply::Status as PullStatus;
+use crate::pb::{HeartbeatRequest, PullRequest, PushRequest, RegisterRequest};
+use crate::security::{AttachToken, ClientTls};
+use crate::{NetError, PROTOCOL_VERSION, codec};
+
+/// How often a computing client says it is alive.
+const HEARTBEAT: Duration = Duration::from_secs(5);
+
+/// Where and how to join.
+#[derive(Debug, Clone)]
+pub struct JoinOptions {
+    /// The coordinator, `host:port`.
+    pub server: String,
+    /// TLS; `None` only for explicit `--insecure` loopback runs.
+    pub tls: Option<ClientTls>,
+    /// The shared token, if the coordinator wants one.
+    pub token: Option<String>,
+    /// The client (data partition) this process holds.
+    pub client_id: ClientId,
+    /// How long to keep retrying to reach the coordinator.
+    pub connect_timeout: Duration,
+}
+
+type Rpc = FederationClient<InterceptedService<Channel, AttachToken>>;
+
+/// A registered client: its connection and session.
+pub struct Session {
+    runtime: tokio::runtime::Runtime,
+    rpc: Rpc,
+    session: String,
+    id: ClientId,
+    /// The run's configuration as the coordinator sent it.
+    pub config_toml: String,
+}
+
+/// What a client did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ClientStats {
+    /// Rounds answered.
+    pub rounds: usize,
+    /// Payload bytes pulled.
+    pub bytes_down: u64,
+    /// Payload bytes pushed.
+    pub bytes_up: u64,
+}
+
+impl Session {
+    /// Connects (retrying until `options.connect_timeout`) and registers.
+    pub fn join(options: &JoinOptions) -> Result<Self, NetError> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .map_err(|e| NetError::Io(format!("runtime: {e}")))?;
+        let (host, scheme) = match &options.tls {
+            Some(_) => (host_of(&options.server), "https"),
+            None => (host_of(&options.server), "http"),
+        };
+        let mut endpoint = Endpoint::from_shared(format!("{scheme}://{}", options.server))
+            .map_err(|e| NetError::Config(format!("server address `{}`: {e}", options.server)))?
+            .connect_timeout(Duration::from_secs(5));
+        if let Some(tls) = &options.tls {
+            endpoint = endpoint
+                .tls_config(tls.config(&host))
+                .map_err(|e| NetError::Config(format!("TLS: {e}")))?;
+        }
+        let token = AttachToken::new(options.token.as_deref())?;
+        let id = options.client_id;
+        let (rpc, reply) = runtime.block_on(async {
+            let deadline = tokio::time::Instant::now() + options.connect_timeout;
+            loop {
+                let attempt = async {
+                    let channel = endpoint.connect().await.map_err(|e| {
+                        NetError::Io(format!("cannot reach {}: {e}", options.server))
+                    })?;
+                    let mut rpc = FederationClient::with_interceptor(channel, token.clone())
+                        .max_decoding_message_size(MAX_MESSAGE)
+                        .max_encoding_message_size(MAX_MESSAGE);
+                    let reply = rpc
+                        .register(RegisterRequest {
+                            client_id: id as u32,
+                            protocol: PROTOCOL_VERSION,
+                        })
+                        .await
+                        .map_err(NetError::from)?
+                        .into_inner();
+                    Ok::<_, NetError>((rpc, reply))
+                };
+                match attempt.await {
+                    Ok(ok) => return Ok(ok),
+                    Err(e) if e.is_retryable() && tokio::time::Instant::now() < deadline => {
+                        tokio::time::sleep(Duration::from_millis(200)).await;
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+        })?;
+        Ok(Self {
+            runtime,
+            rpc,
+            session: reply.session,
+            id,
+            config_toml: reply.config_toml,
+        })
+    }
+
+    /// This client's id.
+    pub fn id(&self) -> ClientId {
+        self.id
+    }
+
+    /// Answers rounds until the coordinator says the run is over: each round's
+    /// message goes to `client` with this client's data, the model, and the
+    /// stream `(seed, Client, round, id)`, exactly as in process.
+    pub fn serve<C>(
+        &mut self,
+        client: &mut C,
+        data: Batch<'_>,
+        model: &dyn Model,
+        seed: u64,
+    ) -> Result<ClientStats, NetError>
+    where
+        C: ClientHalf,
+        C::Down: DeserializeOwned,
+        C::Up: Serialize,
+    {
+        let mut stats = ClientStats::default();
+        let mut ws = Workspace::default();
+        let mut from_round = 0u64;
+        let heartbeat = self.spawn_heartbeat();
+        let result = loop {
+            let Some((round, rounds, num_clients, payload)) = self.pull(from_round, &mut stats)?
+            else {
+                break Ok(stats);
+            };
+            let msg: C::Down = codec::decode(&payload)?;
+            let ctx = RoundCtx {
+                round: round as usize,
+                rounds: rounds as usize,
+                num_clients: num_clients as usize,
+            };
+            let mut env = ClientEnv {
+                id: self.id,
+                data,
+                model,
+                rng: stream(seed, Purpose::Client, round, self.id as u64),
+                ws: &mut ws,
+            };
+            let up = client
+                .handle(&ctx, &msg, &mut env)
+                .map_err(|e| NetError::Algorithm(format!("round {round}: {e}")))?;
+            let bytes = codec::encode(&up)?;
+            self.push(round, &bytes, &mut stats)?;
+            stats.rounds += 1;
+            from_round = round + 1;
+        };
+        heartbeat.abort();
+        result
+    }
+
+    /// The next round's whole message, or `None` once the run is over.
+    #[allow(clippy::type_complexity)]
+    fn pull(
+        &mut self,
+        from_round: u64,
+        stats: &mut ClientStats,
+    ) -> Result<Option<(u64, u64, u64, Vec<u8>)>, NetError> {
+        let session = self.session.clone();
+        let rpc = &mut self.rpc;
+        self.runtime.block_on(async {
+            let mut assembler = Assembler::default();
+            let mut round = from_round;
+            let mut index = 0u32;
+            loop {
+                let reply = rpc
+                    .pull(PullRequest {
+                        session: session.clone(),
+                        from_round: round,
+                        chunk: index,
+                    })
+                    .await
+                    .map_err(NetError::from)?
+                    .into_inner();
+                match PullStatus::try_from(reply.status) {
+                    Ok(PullStatus::Finished) => return Ok(None),
+                    Ok(PullStatus::Wait) => {
+                        // A round that closed while we assembled it: start over.
+                        assembler = Assembler::default();
+                        index = 0;
+                        round = from_round;
+                        continue;
+                    }
+                    Ok(PullStatus::Work) => {}
+                    Err(_) => {
+                        return Err(NetError::Protocol(format!(
+                            "unknown pull status {}",
+                            reply.status
+                        )));
+                    }
+                }
+                let piece = reply
+                    .chunk
+                    .ok_or_else(|| NetError::Protocol("work without a chunk".into()))?;
+                stats.bytes_down += piece.data.len() as u64;
+                round = reply.round;
+                index += 1;
+                if let Some(payload) = assembler.add(piece)? {
+                    return Ok(Some((reply.round, reply.rounds, reply.num_clients, payload)));
+                }
+            }
+        })
+    }
+
+    fn push(&mut self, round: u64, bytes: &[u8], stats: &mut ClientStats) -> Result<(), NetError> {
+        let session = self.session.clone();
+        let rpc = &mut self.rpc;
+        self.runtime.block_on(async {
+            for index in 0..chunk_count(bytes.len()) {
+                let piece = chunk(bytes, index).expect("index below the chunk count");
+                stats.bytes_up += piece.data.len() as u64;
+                let reply = rpc
+                    .push(PushRequest {
+                        session: session.clone(),
+                        round,
+                        chunk: Some(piece),
+                    })
+                    .await
+                    .map_err(NetError::from)?
+                    .into_inner();
+                if !reply.accepted {
+                    // A late reply: the round closed without us. Carry on.
+                    return Ok(());
+                }
+            }
+            Ok(())
+        })
+    }
+
+    fn spawn_heartbeat(&self) -> tokio::task::JoinHandle<()> {
+        let mut rpc = self.rpc.clone();
+        let session = self.session.clone();
+        self.runtime.spawn(async move {
+            loop {
+                tokio::time::sleep(HEARTBEAT).await;
+                let beat = rpc
+                    .heartbeat(HeartbeatRequest {
+                        session: session.clone(),
+                    })
+                    .await;
+                if beat.map(|r| r.into_inner().finished).unwrap_or(false) {
+                    break;
+                }
+            }
+        })
+    }
+}
+
+/// The host part of `host:port` (brackets of an IPv6 literal removed).
+fn host_of(server: &str) -> String {
+    let host = server.rsplit_once(':').map_or(server, |(h, _)| h);
+    host.trim_start_matches('[').trim_end_matches(']').to_string()
+}

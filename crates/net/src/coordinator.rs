@@ -1,0 +1,486 @@
+//! The coordinator: a gRPC service the clients pull their work from, and a
+//! [`Transport`] through which the engine runs the algorithm's server half
+//! exactly as it does in process.
+//!
+//! Each round the engine's plan is encoded once per client and published; the
+//! clients pull it (long polling), compute, and push their replies in chunks.
+//! The round closes when every planned client has replied or the round
+//! deadline passes; it then needs at least `min_clients` replies. Replies are
+//! handed to the server in client-id order, so a run with every client
+//! answering is bit-identical to the in-process run of the same config and
+//! seed. A reply that does not decode or holds NaN/inf is rejected and counted
+//! and never reaches the server; a client that did not reply in time is
+//! counted as dropped and may answer later rounds.
+
+use std::collections::{BTreeMap, HashMap};
+use std::net::SocketAddr;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use tokio::sync::Notify;
+use tonic::{Request, Response, Status};
+
+use fedcluster_core::{ClientId, Message, RoundCtx};
+use fedcluster_sim::{EngineError, Transport};
+
+use crate::chunk::{Assembler, MAX_MESSAGE, chunk};
+use crate::pb::federation_server::{Federation, FederationServer};
+use crate::pb::pull_reply::Status as PullStatus;
+use crate::pb::{
+    HeartbeatReply, HeartbeatRequest, PullReply, PullRequest, PushReply, PushRequest,
+    RegisterReply, RegisterRequest,
+};
+use crate::security::{RequireToken, ServerTls};
+use crate::{NetError, PROTOCOL_VERSION, codec};
+
+/// How long a pull waits for work before answering `WAIT`.
+const LONG_POLL: Duration = Duration::from_secs(1);
+
+/// What the coordinator needs to know before it listens.
+#[derive(Debug, Clone)]
+pub struct CoordinatorOptions {
+    /// Address to listen on (port 0 picks a free one).
+    pub listen: SocketAddr,
+    /// TLS; `None` only for explicit `--insecure` loopback runs.
+    pub tls: Option<ServerTls>,
+    /// Shared token every call must carry (`None`: no token).
+    pub token: Option<String>,
+    /// The run's configuration, sent to every client that registers.
+    pub config_toml: String,
+    /// Clients of the run (ids `0..num_clients`).
+    pub num_clients: usize,
+    /// Rounds of the run.
+    pub rounds: usize,
+    /// How long a round waits for replies.
+    pub round_timeout: Duration,
+    /// Fewest replies a round may complete with.
+    pub min_clients: usize,
+}
+
+/// Counters of what crossed the wire.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NetStats {
+    /// Replies (or chunks of them) refused: bad hash, undecodable, NaN/inf.
+    pub rejected: u64,
+    /// Planned replies that did not arrive before their round closed.
+    pub dropped: u64,
+    /// Payload bytes sent to clients (chunks pulled).
+    pub bytes_down: u64,
+    /// Payload bytes received from clients (chunks pushed).
+    pub bytes_up: u64,
+}
+
+/// One round's messages and replies.
+#[derive(Debug, Default)]
+struct RoundState {
+    round: u64,
+    open: bool,
+    work: HashMap<ClientId, Arc<Vec<u8>>>,
+    uploads: HashMap<ClientId, Assembler>,
+    replies: BTreeMap<ClientId, Vec<u8>>,
+}
+
+#[derive(Debug)]
+struct State {
+    /// Session of each registered client.
+    sessions: HashMap<String, ClientId>,
+    joined: HashMap<ClientId, (String, Instant)>,
+    round: RoundState,
+    finished: bool,
+    stats: NetStats,
+    serial: u64,
+}
+
+struct Shared {
+    options: CoordinatorOptions,
+    state: Mutex<State>,
+    /// Wakes the engine when a reply or a client arrives.
+    changed: Condvar,
+    /// Wakes long-polling pulls when a round is published or the run ends.
+    work_ready: Notify,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn client_of(&self, state: &mut State, session: &str) -> Result<ClientId, Status> {
+        let id = *state
+            .sessions
+            .get(session)
+            .ok_or_else(|| Status::unauthenticated("unknown session: register first"))?;
+        if let Some(j) = state.joined.get_mut(&id) {
+            j.1 = Instant::now();
+        }
+        Ok(id)
+    }
+}
+
+/// The coordinator: owns the gRPC server (on its own runtime) and is the
+/// engine's transport.
+pub struct Coordinator {
+    shared: Arc<Shared>,
+    runtime: tokio::runtime::Runtime,
+    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+    local_addr: SocketAddr,
+}
+
+impl Coordinator {
+    /// Binds `options.listen` and starts serving.
+    pub fn start(options: CoordinatorOptions) -> Result<Self, NetError> {
+        if options.min_clients == 0 || options.min_clients > options.num_clients {
+            return Err(NetError::Config(format!(
+                "min_clients must lie in 1..={}, got {}",
+                options.num_clients, options.min_clients
+            )));
+        }
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .map_err(|e| NetError::Io(format!("runtime: {e}")))?;
+        let incoming = runtime
+            .block_on(async { tonic::transport::server::TcpIncoming::bind(options.listen) })
+            .map_err(|e| NetError::Io(format!("cannot listen on {}: {e}", options.listen)))?;
+        let local_addr = incoming
+            .local_addr()
+            .map_err(|e| NetError::Io(e.to_string()))?;
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State {
+                sessions: HashMap::new(),
+                joined: HashMap::new(),
+                round: RoundState::default(),
+                finished: false,
+                stats: NetStats::default(),
+                serial: 0,
+            }),
+            options,
+            changed: Condvar::new(),
+            work_ready: Notify::new(),
+        });
+        let mut builder = tonic::transport::Server::builder();
+        if let Some(tls) = &shared.options.tls {
+            builder = builder
+                .tls_config(tls.config())
+                .map_err(|e| NetError::Config(format!("TLS: {e}")))?;
+        }
+        let service = tonic::service::interceptor::InterceptedService::new(
+            FederationServer::new(Service(Arc::clone(&shared)))
+                .max_decoding_message_size(MAX_MESSAGE)
+                .max_encoding_message_size(MAX_MESSAGE),
+            RequireToken(shared.options.token.clone()),
+        );
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let router = builder.add_service(service);
+        runtime.spawn(async move {
+            let _ = router
+                .serve_with_incoming_shutdown(incoming, async {
+                    let _ = rx.await;
+                })
+                .await;
+        });
+        Ok(Self {
+            shared,
+            runtime,
+            shutdown: Some(tx),
+            local_addr,
+        })
+    }
+
+    /// The address the coordinator listens on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// Blocks until every client has registered, or fails after `timeout`.
+    pub fn wait_for_clients(&self, timeout: Duration) -> Result<(), NetError> {
+        let deadline = Instant::now() + timeout;
+        let want = self.shared.options.num_clients;
+        let mut state = self.shared.lock();
+        while state.joined.len() < want {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(NetError::Timeout(format!(
+                    "{} of {want} clients registered in {timeout:?}",
+                    state.joined.len()
+                )));
+            }
+            state = self
+                .shared
+                .changed
+                .wait_timeout(state, left)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+        Ok(())
+    }
+
+    /// Counters so far.
+    pub fn stats(&self) -> NetStats {
+        self.shared.lock().stats
+    }
+
+    /// Tells the clients the run is over, gives them `grace` to hear it, and
+    /// stops serving.
+    pub fn finish(mut self, grace: Duration) -> NetStats {
+        self.shared.lock().finished = true;
+        self.shared.work_ready.notify_waiters();
+        std::thread::sleep(grace);
+        self.stop();
+        self.stats()
+    }
+
+    fn stop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+    }
+
+    /// Publishes a round's encoded messages and waits for the replies; returns
+    /// them (in client-id order) once all planned clients replied, or at the
+    /// deadline if at least `min_clients` did.
+    fn collect(
+        &self,
+        round: u64,
+        work: HashMap<ClientId, Arc<Vec<u8>>>,
+    ) -> Result<BTreeMap<ClientId, Vec<u8>>, NetError> {
+        let planned = work.len();
+        let options = &self.shared.options;
+        let mut state = self.shared.lock();
+        state.round = RoundState {
+            round,
+            open: true,
+            work,
+            ..RoundState::default()
+        };
+        drop(state);
+        self.shared.work_ready.notify_waiters();
+        let deadline = Instant::now() + options.round_timeout;
+        let mut state = self.shared.lock();
+        loop {
+            let replied = state.round.replies.len();
+            let left = deadline.saturating_duration_since(Instant::now());
+            if replied == planned || (left.is_zero() && replied >= options.min_clients.min(planned))
+            {
+                break;
+            }
+            if left.is_zero() {
+                state.round.open = false;
+                return Err(NetError::Timeout(format!(
+                    "round {round}: {replied} of {planned} replies within {:?}, fewer than min_clients = {}",
+                    options.round_timeout, options.min_clients
+                )));
+            }
+            state = self
+                .shared
+                .changed
+                .wait_timeout(state, left)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+        state.round.open = false;
+        state.stats.dropped += (planned - state.round.replies.len()) as u64;
+        state.round.uploads.clear();
+        Ok(std::mem::take(&mut state.round.replies))
+    }
+}
+
+impl Drop for Coordinator {
+    fn drop(&mut self) {
+        self.stop();
+        // Let the server task see the shutdown before the runtime goes.
+        let _ = &self.runtime;
+    }
+}
+
+impl<Down, Up> Transport<Down, Up> for Coordinator
+where
+    Down: Serialize,
+    Up: DeserializeOwned + Message,
+{
+    fn exchange(
+        &mut self,
+        ctx: &RoundCtx,
+        plan: &[(ClientId, Down)],
+        deliver: &mut dyn FnMut(ClientId, Up) -> Result<(), EngineError>,
+    ) -> Result<(), EngineError> {
+        let m = self.shared.options.num_clients;
+        let mut work = HashMap::with_capacity(plan.len());
+        for (id, msg) in plan {
+            if *id >= m {
+                return Err(EngineError::Plan(format!(
+                    "round {}: no client {id} (there are {m})",
+                    ctx.round
+                )));
+            }
+            let bytes = codec::encode(msg).map_err(|e| EngineError::Transport(e.to_string()))?;
+            if work.insert(*id, Arc::new(bytes)).is_some() {
+                return Err(EngineError::Plan(format!(
+                    "round {}: client {id} planned twice",
+                    ctx.round
+                )));
+            }
+        }
+        let replies = self
+            .collect(ctx.round as u64, work)
+            .map_err(|e| EngineError::Transport(e.to_string()))?;
+        for (id, bytes) in replies {
+            match codec::decode::<Up>(&bytes) {
+                Ok(up) if up.is_finite() => deliver(id, up)?,
+                _ => self.shared.lock().stats.rejected += 1,
+            }
+        }
+        Ok(())
+    }
+
+    fn num_clients(&self) -> usize {
+        self.shared.options.num_clients
+    }
+}
+
+/// The gRPC service over the shared state.
+struct Service(Arc<Shared>);
+
+#[tonic::async_trait]
+impl Federation for Service {
+    async fn register(
+        &self,
+        request: Request<RegisterRequest>,
+    ) -> Result<Response<RegisterReply>, Status> {
+        let r = request.into_inner();
+        let shared = &self.0;
+        if r.protocol != PROTOCOL_VERSION {
+            return Err(Status::failed_precondition(format!(
+                "protocol {} is not spoken here (version {PROTOCOL_VERSION})",
+                r.protocol
+            )));
+        }
+        let id = r.client_id as ClientId;
+        if id >= shared.options.num_clients {
+            return Err(Status::invalid_argument(format!(
+                "client {id}: this run has clients 0..{}",
+                shared.options.num_clients
+            )));
+        }
+        let mut state = shared.lock();
+        state.serial += 1;
+        let session = format!("{id}-{}-{:x}", state.serial, nanos());
+        // A client that registers again (restarted) replaces its old session.
+        if let Some((old, _)) = state.joined.insert(id, (session.clone(), Instant::now())) {
+            state.sessions.remove(&old);
+        }
+        state.sessions.insert(session.clone(), id);
+        drop(state);
+        shared.changed.notify_all();
+        Ok(Response::new(RegisterReply {
+            session,
+            config_toml: shared.options.config_toml.clone(),
+        }))
+    }
+
+    async fn heartbeat(
+        &self,
+        request: Request<HeartbeatRequest>,
+    ) -> Result<Response<HeartbeatReply>, Status> {
+        let mut state = self.0.lock();
+        self.0.client_of(&mut state, &request.get_ref().session)?;
+        Ok(Response::new(HeartbeatReply {
+            finished: state.finished,
+        }))
+    }
+
+    async fn pull(&self, request: Request<PullRequest>) -> Result<Response<PullReply>, Status> {
+        let r = request.into_inner();
+        let shared = &self.0;
+        for attempt in 0..2 {
+            let notified = shared.work_ready.notified();
+            {
+                let mut state = shared.lock();
+                let id = shared.client_of(&mut state, &r.session)?;
+                let reply = |status: PullStatus, round: u64, chunk| PullReply {
+                    status: status as i32,
+                    round,
+                    rounds: shared.options.rounds as u64,
+                    num_clients: shared.options.num_clients as u64,
+                    chunk,
+                };
+                if state.finished {
+                    return Ok(Response::new(reply(PullStatus::Finished, 0, None)));
+                }
+                let round = &state.round;
+                let pending = round.open
+                    && round.round >= r.from_round
+                    && !round.replies.contains_key(&id);
+                if let Some(payload) = round.work.get(&id).filter(|_| pending) {
+                    let (number, payload) = (round.round, Arc::clone(payload));
+                    let piece = chunk(&payload, r.chunk as usize).ok_or_else(|| {
+                        Status::out_of_range(format!("no chunk {} in this message", r.chunk))
+                    })?;
+                    state.stats.bytes_down += piece.data.len() as u64;
+                    return Ok(Response::new(reply(PullStatus::Work, number, Some(piece))));
+                }
+                if attempt == 1 {
+                    return Ok(Response::new(reply(PullStatus::Wait, 0, None)));
+                }
+            }
+            let _ = tokio::time::timeout(LONG_POLL, notified).await;
+        }
+        unreachable!("the second attempt always answers")
+    }
+
+    async fn push(&self, request: Request<PushRequest>) -> Result<Response<PushReply>, Status> {
+        let r = request.into_inner();
+        let shared = &self.0;
+        let mut state = shared.lock();
+        let id = shared.client_of(&mut state, &r.session)?;
+        let refuse = |reason: String| Ok(Response::new(PushReply {
+            accepted: false,
+            reason,
+        }));
+        let round = &mut state.round;
+        if !round.open || round.round != r.round || !round.work.contains_key(&id) {
+            return refuse(format!(
+                "round {} is not open for client {id} (late or stale reply)",
+                r.round
+            ));
+        }
+        if round.replies.contains_key(&id) {
+            return refuse(format!("round {}: client {id} already replied", r.round));
+        }
+        let Some(piece) = r.chunk else {
+            return refuse("no chunk".into());
+        };
+        let size = piece.data.len() as u64;
+        let added = round.uploads.entry(id).or_default().add(piece);
+        match added {
+            Err(e) => {
+                round.uploads.remove(&id);
+                state.stats.rejected += 1;
+                refuse(e.to_string())
+            }
+            Ok(done) => {
+                if let Some(bytes) = done {
+                    round.uploads.remove(&id);
+                    round.replies.insert(id, bytes);
+                }
+                state.stats.bytes_up += size;
+                drop(state);
+                shared.changed.notify_all();
+                Ok(Response::new(PushReply {
+                    accepted: true,
+                    reason: String::new(),
+                }))
+            }
+        }
+    }
+}
+
+fn nanos() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0)
+}
