@@ -153,7 +153,12 @@ pub fn execute(
 ) -> Result<Outcome> {
     let model = build_model(config, data)?;
     let driver = Driver::new(config, data, model.as_ref());
-    with_halves(config, data, model.as_ref(), InProcessRun { driver, progress })
+    with_halves(
+        config,
+        data,
+        model.as_ref(),
+        InProcessRun { driver, progress },
+    )
 }
 
 /// Receives the configured algorithm's server half and a client half (every
@@ -303,7 +308,11 @@ impl Halves for InProcessRun<'_, '_> {
 }
 
 impl<'a> Driver<'a> {
-    pub(crate) fn new(config: &'a RunConfig, data: &'a FederatedData, model: &'a dyn Model) -> Self {
+    pub(crate) fn new(
+        config: &'a RunConfig,
+        data: &'a FederatedData,
+        model: &'a dyn Model,
+    ) -> Self {
         Self {
             config,
             data,

@@ -12,10 +12,10 @@ use indicatif::{ProgressBar, ProgressStyle};
 use fedcluster_cli::bench::{BENCHMARKS, BenchOptions, CORE_PEAK_GFLOPS, run_bench};
 use fedcluster_cli::config::{DEFAULT_CONFIG, RunConfig};
 use fedcluster_cli::experiment::{build_data, execute};
+use fedcluster_cli::network;
 use fedcluster_cli::reproduce::{
     EXPERIMENTS, ifca_success, mixed_regression, mixed_regression_mnist, mnist, srfca_mnist,
 };
-use fedcluster_cli::network;
 use fedcluster_cli::rundir::{RunDir, write_run};
 use fedcluster_cli::table::{metric, render};
 
@@ -189,6 +189,9 @@ enum Command {
         /// Seconds to keep trying to reach the coordinator.
         #[arg(long, default_value_t = 60.0)]
         connect_timeout: f64,
+        /// Fault injection (tests): stop answering once round R's message arrives.
+        #[arg(long, hide = true)]
+        crash_at_round: Option<u64>,
     },
     /// Time the hot path of an algorithm and report achieved GFLOP/s.
     Bench {
@@ -288,11 +291,9 @@ impl Command {
                     overrides.push(format!("data.data_dir={dir}"));
                 }
                 let tls = match (tls_cert, tls_key) {
-                    (Some(cert), Some(key)) => Some(network::server_tls(
-                        &cert,
-                        &key,
-                        client_ca.as_deref(),
-                    )?),
+                    (Some(cert), Some(key)) => {
+                        Some(network::server_tls(&cert, &key, client_ca.as_deref())?)
+                    }
                     _ if insecure => {
                         network::check_insecure(&listen.to_string(), listen.ip().is_loopback())?;
                         None
@@ -322,6 +323,7 @@ impl Command {
                 token_file,
                 insecure,
                 connect_timeout,
+                crash_at_round,
             } => {
                 let client_id = network::parse_data_spec(&data)?;
                 let tls = match ca {
@@ -346,6 +348,7 @@ impl Command {
                     token: token(token_file.as_deref())?,
                     client_id,
                     connect_timeout: seconds("--connect-timeout", connect_timeout)?,
+                    crash_at_round,
                 };
                 let stats = network::join(&options, data_dir.as_deref())?;
                 eprintln!(
@@ -387,13 +390,18 @@ fn token(file: Option<&std::path::Path>) -> Result<Option<String>> {
             anyhow::ensure!(!t.is_empty(), "token file {} is empty", f.display());
             Ok(Some(t))
         }
-        None => Ok(std::env::var("FEDCLUSTER_TOKEN").ok().filter(|t| !t.is_empty())),
+        None => Ok(std::env::var("FEDCLUSTER_TOKEN")
+            .ok()
+            .filter(|t| !t.is_empty())),
     }
 }
 
 /// A positive number of seconds.
 fn seconds(flag: &str, s: f64) -> Result<std::time::Duration> {
-    anyhow::ensure!(s.is_finite() && s > 0.0, "{flag} must be a positive number of seconds, got {s}");
+    anyhow::ensure!(
+        s.is_finite() && s > 0.0,
+        "{flag} must be a positive number of seconds, got {s}"
+    );
     Ok(std::time::Duration::from_secs_f64(s))
 }
 

@@ -144,7 +144,10 @@ pub fn join(options: &JoinOptions, data_dir: Option<&Path>) -> Result<ClientStat
     let data = build_data(&config)?;
     let id = session.id();
     let Some(mine) = data.train.get(id) else {
-        bail!("client {id}: the run's data set has {} clients", data.train.len());
+        bail!(
+            "client {id}: the run's data set has {} clients",
+            data.train.len()
+        );
     };
     let batch = mine.batch(data.dim);
     let model = build_model(&config, &data)?;

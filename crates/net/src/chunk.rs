@@ -87,7 +87,9 @@ mod tests {
 
     #[test]
     fn a_payload_crosses_in_chunks_in_any_order() {
-        let payload: Vec<u8> = (0..(2 * MAX_CHUNK + 123)).map(|i| (i % 251) as u8).collect();
+        let payload: Vec<u8> = (0..(2 * MAX_CHUNK + 123))
+            .map(|i| (i % 251) as u8)
+            .collect();
         let total = chunk_count(payload.len());
         assert_eq!(total, 3);
         let mut a = Assembler::default();

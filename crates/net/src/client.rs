@@ -9,7 +9,9 @@ use serde::de::DeserializeOwned;
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Channel, Endpoint};
 
-use fedcluster_core::{Batch, ClientEnv, ClientHalf, ClientId, Model, Purpose, RoundCtx, Workspace, stream};
+use fedcluster_core::{
+    Batch, ClientEnv, ClientHalf, ClientId, Model, Purpose, RoundCtx, Workspace, stream,
+};
 
 use crate::chunk::{Assembler, MAX_MESSAGE, chunk, chunk_count};
 use crate::pb::federation_client::FederationClient;
@@ -34,6 +36,9 @@ pub struct JoinOptions {
     pub client_id: ClientId,
     /// How long to keep retrying to reach the coordinator.
     pub connect_timeout: Duration,
+    /// Fault injection for tests: stop answering (as a crashed process
+    /// would) once the message of this round has arrived.
+    pub crash_at_round: Option<u64>,
 }
 
 type Rpc = FederationClient<InterceptedService<Channel, AttachToken>>;
@@ -44,6 +49,7 @@ pub struct Session {
     rpc: Rpc,
     session: String,
     id: ClientId,
+    crash_at_round: Option<u64>,
     /// The run's configuration as the coordinator sent it.
     pub config_toml: String,
 }
@@ -115,6 +121,7 @@ impl Session {
             rpc,
             session: reply.session,
             id,
+            crash_at_round: options.crash_at_round,
             config_toml: reply.config_toml,
         })
     }
@@ -148,6 +155,12 @@ impl Session {
             else {
                 break Ok(stats);
             };
+            if self.crash_at_round == Some(round) {
+                heartbeat.abort();
+                return Err(NetError::Algorithm(format!(
+                    "stopped at round {round} (injected crash)"
+                )));
+            }
             let msg: C::Down = codec::decode(&payload)?;
             let ctx = RoundCtx {
                 round: round as usize,
@@ -220,7 +233,12 @@ impl Session {
                 round = reply.round;
                 index += 1;
                 if let Some(payload) = assembler.add(piece)? {
-                    return Ok(Some((reply.round, reply.rounds, reply.num_clients, payload)));
+                    return Ok(Some((
+                        reply.round,
+                        reply.rounds,
+                        reply.num_clients,
+                        payload,
+                    )));
                 }
             }
         })
@@ -273,5 +291,7 @@ impl Session {
 /// The host part of `host:port` (brackets of an IPv6 literal removed).
 fn host_of(server: &str) -> String {
     let host = server.rsplit_once(':').map_or(server, |(h, _)| h);
-    host.trim_start_matches('[').trim_end_matches(']').to_string()
+    host.trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_string()
 }

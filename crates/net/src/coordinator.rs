@@ -411,9 +411,8 @@ impl Federation for Service {
                     return Ok(Response::new(reply(PullStatus::Finished, 0, None)));
                 }
                 let round = &state.round;
-                let pending = round.open
-                    && round.round >= r.from_round
-                    && !round.replies.contains_key(&id);
+                let pending =
+                    round.open && round.round >= r.from_round && !round.replies.contains_key(&id);
                 if let Some(payload) = round.work.get(&id).filter(|_| pending) {
                     let (number, payload) = (round.round, Arc::clone(payload));
                     let piece = chunk(&payload, r.chunk as usize).ok_or_else(|| {
@@ -436,10 +435,12 @@ impl Federation for Service {
         let shared = &self.0;
         let mut state = shared.lock();
         let id = shared.client_of(&mut state, &r.session)?;
-        let refuse = |reason: String| Ok(Response::new(PushReply {
-            accepted: false,
-            reason,
-        }));
+        let refuse = |reason: String| {
+            Ok(Response::new(PushReply {
+                accepted: false,
+                reason,
+            }))
+        };
         let round = &mut state.round;
         if !round.open || round.round != r.round || !round.work.contains_key(&id) {
             return refuse(format!(

@@ -65,9 +65,9 @@ impl AttachToken {
     pub fn new(token: Option<&str>) -> Result<Self, crate::NetError> {
         token
             .map(|t| {
-                format!("Bearer {t}")
-                    .parse()
-                    .map_err(|_| crate::NetError::Config("the token must be printable ASCII".into()))
+                format!("Bearer {t}").parse().map_err(|_| {
+                    crate::NetError::Config("the token must be printable ASCII".into())
+                })
             })
             .transpose()
             .map(Self)
@@ -120,7 +120,9 @@ mod tests {
         let mut attach = AttachToken::new(Some("s3cret")).unwrap();
         assert!(require.call(attach.call(Request::new(())).unwrap()).is_ok());
         let mut wrong = AttachToken::new(Some("guess")).unwrap();
-        let refused = require.call(wrong.call(Request::new(())).unwrap()).unwrap_err();
+        let refused = require
+            .call(wrong.call(Request::new(())).unwrap())
+            .unwrap_err();
         assert_eq!(refused.code(), tonic::Code::Unauthenticated);
         assert!(require.call(Request::new(())).is_err());
         assert!(RequireToken(None).call(Request::new(())).is_ok());

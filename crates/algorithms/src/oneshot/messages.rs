@@ -1,7 +1,7 @@
 //! One-shot clustering messages: the ERM phase, then FedAvg's.
 
-use serde::{Deserialize, Serialize};
 use fedcluster_core::Message;
+use serde::{Deserialize, Serialize};
 
 use crate::common::messages::{ClusterModel, ModelReply};
 

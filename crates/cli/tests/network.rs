@@ -1,0 +1,320 @@
+//! The networked mode end to end: `fedcluster serve` and several `fedcluster
+//! join` processes on 127.0.0.1 over TLS with certificates generated here.
+//! With every client answering, the run directory's metrics.csv is identical
+//! to `fedcluster run`'s for the same config and seed.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
+
+const BIN: &str = env!("CARGO_BIN_EXE_fedcluster");
+
+/// A fresh directory for one test.
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("fedcluster-net-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// A CA, a coordinator certificate for localhost / 127.0.0.1 and a client
+/// certificate, as PEM files in `dir`.
+fn pki(dir: &Path) {
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca.distinguished_name
+        .push(DnType::CommonName, "fedcluster test CA");
+    let ca_cert = ca.self_signed(&ca_key).unwrap();
+    let issuer = Issuer::new(ca, ca_key);
+    let write = |name: &str, text: String| std::fs::write(dir.join(name), text).unwrap();
+    write("ca.pem", ca_cert.pem());
+    for (name, sans) in [
+        (
+            "server",
+            vec!["localhost".to_string(), "127.0.0.1".to_string()],
+        ),
+        ("client", vec!["client.fedcluster.test".to_string()]),
+    ] {
+        let key = KeyPair::generate().unwrap();
+        let cert = CertificateParams::new(sans)
+            .unwrap()
+            .signed_by(&key, &issuer)
+            .unwrap();
+        write(&format!("{name}.pem"), cert.pem());
+        write(&format!("{name}.key"), key.serialize_pem());
+    }
+    write("token", "s3cret-token\n".into());
+}
+
+/// A small two-cluster synthetic problem with `algorithm`.
+fn config(dir: &Path, rounds: usize, algorithm: &str) -> PathBuf {
+    let path = dir.join("config.toml");
+    std::fs::write(
+        &path,
+        format!(
+            r#"seed = 3
+rounds = {rounds}
+[data]
+kind = "ifca-synthetic"
+clients = 4
+points_per_client = 60
+test_points_per_client = 20
+dim = 10
+clusters = 2
+noise_std = 0.1
+separation = 1.0
+[model]
+kind = "linear"
+[algorithm]
+{algorithm}
+"#
+        ),
+    )
+    .unwrap();
+    path
+}
+
+const IFCA: &str = "name = \"ifca\"\nclusters = 2\naggregation = \"model\"\nlr = 0.1\nlocal_steps = 3\n\
+                    restarts = 2\ninit = { kind = \"gaussian\", std = 1.0 }";
+
+/// Starts the coordinator; returns it and the address it listens on.
+fn serve(dir: &Path, cfg: &Path, out: &str, extra: &[&str]) -> (Child, String) {
+    let mut child = Command::new(BIN)
+        .arg("serve")
+        .arg(cfg)
+        .args(["--listen", "127.0.0.1:0", "-q", "--out"])
+        .arg(dir.join(out))
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.as_mut().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+        .to_string();
+    (child, addr)
+}
+
+fn join(addr: &str, id: usize, args: &[&str]) -> Child {
+    Command::new(BIN)
+        .args([
+            "join",
+            "--server",
+            addr,
+            "--data",
+            &format!("partition:{id}"),
+        ])
+        .args(["--connect-timeout", "20"])
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Waits for `child` for at most `limit`, killing it after.
+fn wait(mut child: Child, limit: Duration) -> Output {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if child.try_wait().unwrap().is_some() {
+            return child.wait_with_output().unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let out = child.wait_with_output().unwrap();
+    panic!(
+        "process still running after {limit:?}; stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn in_process(dir: &Path, cfg: &Path) -> String {
+    let out = dir.join("local");
+    let status = Command::new(BIN)
+        .arg("run")
+        .arg(cfg)
+        .arg("--out")
+        .arg(&out)
+        .arg("-q")
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    std::fs::read_to_string(out.join("metrics.csv")).unwrap()
+}
+
+fn tls_args(dir: &Path, mutual: bool) -> (Vec<String>, Vec<String>) {
+    let p = |f: &str| dir.join(f).display().to_string();
+    let mut server = vec![
+        "--tls-cert".into(),
+        p("server.pem"),
+        "--tls-key".into(),
+        p("server.key"),
+        "--token-file".into(),
+        p("token"),
+    ];
+    let mut client = vec![
+        "--ca".into(),
+        p("ca.pem"),
+        "--token-file".into(),
+        p("token"),
+    ];
+    if mutual {
+        server.extend(["--client-ca".into(), p("ca.pem")]);
+        client.extend([
+            "--cert".into(),
+            p("client.pem"),
+            "--key".into(),
+            p("client.key"),
+        ]);
+    }
+    (server, client)
+}
+
+fn networked_run_matches(name: &str, algorithm: &str, mutual: bool) {
+    let dir = scratch(name);
+    pki(&dir);
+    let cfg = config(&dir, 15, algorithm);
+    let (server_args, client_args) = tls_args(&dir, mutual);
+    let server_args: Vec<&str> = server_args.iter().map(String::as_str).collect();
+    let client_args: Vec<&str> = client_args.iter().map(String::as_str).collect();
+    let (coordinator, addr) = serve(&dir, &cfg, "net", &server_args);
+    let clients: Vec<Child> = (0..4).map(|i| join(&addr, i, &client_args)).collect();
+    let served = wait(coordinator, Duration::from_secs(120));
+    assert!(
+        served.status.success(),
+        "serve failed: {}",
+        String::from_utf8_lossy(&served.stderr)
+    );
+    for c in clients {
+        let out = wait(c, Duration::from_secs(30));
+        assert!(
+            out.status.success(),
+            "join failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let networked = std::fs::read_to_string(dir.join("net/metrics.csv")).unwrap();
+    assert_eq!(networked, in_process(&dir, &cfg), "metrics.csv differs");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn networked_ifca_over_tls_matches_the_in_process_run() {
+    networked_run_matches("ifca", IFCA, false);
+}
+
+#[test]
+fn networked_srfca_over_mutual_tls_matches_the_in_process_run() {
+    networked_run_matches(
+        "srfca",
+        "name = \"srfca\"\ndistance = \"cross-loss\"\nthreshold = { kind = \"quantile\", value = 0.4 }\n\
+         local_steps = 50\nlocal_lr = 0.05\nrefine_rounds = 3\nlr = 0.1\ninit = { kind = \"zeros\" }",
+        true,
+    );
+}
+
+#[test]
+fn clients_without_the_token_or_certificate_are_refused() {
+    let dir = scratch("refused");
+    pki(&dir);
+    let cfg = config(&dir, 3, IFCA);
+    let (server_args, _) = tls_args(&dir, true);
+    let mut server_args: Vec<&str> = server_args.iter().map(String::as_str).collect();
+    server_args.extend(["--join-timeout", "4"]);
+    let (coordinator, addr) = serve(&dir, &cfg, "net", &server_args);
+    let p = |f: &str| dir.join(f).display().to_string();
+    let (ca, cert, key, token) = (p("ca.pem"), p("client.pem"), p("client.key"), p("token"));
+    std::fs::write(dir.join("wrong"), "guess").unwrap();
+    let wrong = p("wrong");
+    // The right certificate with the wrong token.
+    let no_token = join(
+        &addr,
+        0,
+        &[
+            "--ca",
+            &ca,
+            "--cert",
+            &cert,
+            "--key",
+            &key,
+            "--token-file",
+            &wrong,
+        ],
+    );
+    let out = wait(no_token, Duration::from_secs(30));
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("token"), "{err}");
+    // The right token without a client certificate.
+    let no_cert = join(
+        &addr,
+        1,
+        &[
+            "--ca",
+            &ca,
+            "--token-file",
+            &token,
+            "--connect-timeout",
+            "2",
+        ],
+    );
+    let out = wait(no_cert, Duration::from_secs(30));
+    assert!(!out.status.success());
+    // Nobody got in: the coordinator gives up waiting, with a clear error.
+    let served = wait(coordinator, Duration::from_secs(30));
+    assert!(!served.status.success());
+    let err = String::from_utf8_lossy(&served.stderr);
+    assert!(err.contains("0 of 4 clients registered"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_client_killed_mid_round_is_dropped_and_the_run_completes() {
+    let dir = scratch("killed");
+    pki(&dir);
+    let cfg = config(&dir, 5, IFCA);
+    let (server_args, client_args) = tls_args(&dir, false);
+    let mut server_args: Vec<&str> = server_args.iter().map(String::as_str).collect();
+    server_args.extend(["--min-clients", "3", "--round-timeout", "1"]);
+    let client_args: Vec<&str> = client_args.iter().map(String::as_str).collect();
+    let (coordinator, addr) = serve(&dir, &cfg, "net", &server_args);
+    let mut crashing = client_args.clone();
+    crashing.extend(["--crash-at-round", "2"]);
+    let clients: Vec<Child> = (0..4)
+        .map(|i| join(&addr, i, if i == 3 { &crashing } else { &client_args }))
+        .collect();
+    let served = wait(coordinator, Duration::from_secs(120));
+    let stdout = String::from_utf8_lossy(&served.stdout);
+    assert!(
+        served.status.success(),
+        "serve failed: {}",
+        String::from_utf8_lossy(&served.stderr)
+    );
+    // Rounds 2, 3 and 4 went on without client 3.
+    assert!(stdout.contains("3 dropped"), "{stdout}");
+    let metrics = std::fs::read_to_string(dir.join("net/metrics.csv")).unwrap();
+    let header: Vec<&str> = metrics.lines().next().unwrap().split(',').collect();
+    let col = header.iter().position(|h| *h == "participants").unwrap();
+    let participants: Vec<usize> = metrics
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').nth(col).unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(participants, [4, 4, 3, 3, 3]);
+    for c in clients {
+        let _ = wait(c, Duration::from_secs(30));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
