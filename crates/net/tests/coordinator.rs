@@ -45,12 +45,14 @@ fn start(num_clients: usize, min_clients: usize, round_timeout: Duration) -> Coo
     .unwrap()
 }
 
-/// Runs one round of `plan` on a thread; returns what was delivered (or the
-/// error) and the counters.
+/// What one round delivered (or its error), and the counters after it.
+type RoundResult = (Result<Vec<(ClientId, Vector)>, String>, NetStats);
+
+/// Runs one round of `plan` on a thread.
 fn round_in_background(
     mut coordinator: Coordinator,
     plan: Vec<(ClientId, Vector)>,
-) -> mpsc::Receiver<(Result<Vec<(ClientId, Vector)>, String>, NetStats)> {
+) -> mpsc::Receiver<RoundResult> {
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
         coordinator
