@@ -150,6 +150,12 @@ enum Command {
         /// Fewest replies a round may complete with (default: every client).
         #[arg(long)]
         min_clients: Option<usize>,
+        /// Directory of the checkpoint (every round's replies; default <out>.checkpoint).
+        #[arg(long)]
+        checkpoint: Option<PathBuf>,
+        /// Continue an interrupted run from its checkpoint (same config and --out).
+        #[arg(long)]
+        resume: bool,
         /// Replace an existing run directory.
         #[arg(long)]
         overwrite: bool,
@@ -282,6 +288,8 @@ impl Command {
                 join_timeout,
                 round_timeout,
                 min_clients,
+                checkpoint,
+                resume,
                 overwrite,
                 quiet,
             } => {
@@ -309,8 +317,10 @@ impl Command {
                     join_timeout: seconds("--join-timeout", join_timeout)?,
                     round_timeout: seconds("--round-timeout", round_timeout)?,
                     min_clients,
+                    checkpoint: checkpoint.unwrap_or_default(),
+                    resume,
                 };
-                serve(&config, out, overrides, &options, overwrite, quiet)
+                serve(&config, out, overrides, options, overwrite, quiet)
             }
             Command::Join {
                 server,
@@ -410,7 +420,7 @@ fn serve(
     path: &std::path::Path,
     out: Option<PathBuf>,
     overrides: Vec<String>,
-    options: &network::ServeOptions,
+    mut options: network::ServeOptions,
     overwrite: bool,
     quiet: bool,
 ) -> Result<()> {
@@ -418,7 +428,19 @@ fn serve(
     let stem = path
         .file_stem()
         .map_or("run".into(), |s| s.to_string_lossy().into_owned());
-    let out = out.unwrap_or_else(|| free_run_dir(&stem));
+    let out = match out {
+        Some(o) => o,
+        None if options.resume => {
+            anyhow::bail!("--resume needs the --out of the interrupted run")
+        }
+        None => free_run_dir(&stem),
+    };
+    if options.checkpoint.as_os_str().is_empty() {
+        let mut dir = out.as_os_str().to_owned();
+        dir.push(".checkpoint");
+        options.checkpoint = PathBuf::from(dir);
+    }
+    let options = &options;
     RunDir::check_target(&out, overwrite)?;
     let dir = RunDir::create(&out, overwrite)?;
     let bar = if quiet {
@@ -456,6 +478,10 @@ fn serve(
         }
     };
     let written = dir.finish()?;
+    // The run is safely written: its checkpoint is no longer needed.
+    std::fs::remove_dir_all(&options.checkpoint).with_context(|| {
+        format!("cannot remove the checkpoint {}", options.checkpoint.display())
+    })?;
     println!(
         "{} rounds in {:.1} s; {:.1} MB down, {:.1} MB up on the wire; {} replies rejected, {} dropped",
         summary.rounds,

@@ -35,6 +35,10 @@ pub struct ServeOptions {
     pub round_timeout: Duration,
     /// Fewest replies a round may complete with (default: every client).
     pub min_clients: Option<usize>,
+    /// Where the coordinator logs every round's replies.
+    pub checkpoint: PathBuf,
+    /// Replay `checkpoint`'s rounds, then carry on.
+    pub resume: bool,
 }
 
 /// Reads a PEM file, naming it on failure.
@@ -82,8 +86,17 @@ pub fn serve(
         rounds: config.rounds,
         round_timeout: options.round_timeout,
         min_clients,
+        checkpoint: Some(options.checkpoint.clone()),
+        resume: options.resume,
     })?;
     on_listening(coordinator.local_addr());
+    if options.resume {
+        eprintln!(
+            "resuming: replaying {} finished rounds from {}",
+            coordinator.replayed_rounds(),
+            options.checkpoint.display()
+        );
+    }
     coordinator.wait_for_clients(options.join_timeout)?;
     let driver = Driver::new(config, &data, model.as_ref());
     let mut run = CoordinatorRun {

@@ -83,10 +83,14 @@ const IFCA: &str = "name = \"ifca\"\nclusters = 2\naggregation = \"model\"\nlr =
 
 /// Starts the coordinator; returns it and the address it listens on.
 fn serve(dir: &Path, cfg: &Path, out: &str, extra: &[&str]) -> (Child, String) {
+    serve_on("127.0.0.1:0", dir, cfg, out, extra)
+}
+
+fn serve_on(listen: &str, dir: &Path, cfg: &Path, out: &str, extra: &[&str]) -> (Child, String) {
     let mut child = Command::new(BIN)
         .arg("serve")
         .arg(cfg)
-        .args(["--listen", "127.0.0.1:0", "-q", "--out"])
+        .args(["--listen", listen, "-q", "--out"])
         .arg(dir.join(out))
         .args(extra)
         .stdout(Stdio::piped())
@@ -114,7 +118,11 @@ fn join(addr: &str, id: usize, args: &[&str]) -> Child {
             "--data",
             &format!("partition:{id}"),
         ])
-        .args(["--connect-timeout", "20"])
+        .args(if args.contains(&"--connect-timeout") {
+            &[][..]
+        } else {
+            &["--connect-timeout", "20"][..]
+        })
         .args(args)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -316,5 +324,55 @@ fn a_client_killed_mid_round_is_dropped_and_the_run_completes() {
     for c in clients {
         let _ = wait(c, Duration::from_secs(30));
     }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_coordinator_killed_and_resumed_reaches_the_uninterrupted_result() {
+    let dir = scratch("resumed");
+    pki(&dir);
+    let cfg = config(&dir, 300, IFCA);
+    let (server_args, client_args) = tls_args(&dir, false);
+    let server_args: Vec<&str> = server_args.iter().map(String::as_str).collect();
+    let mut client_args: Vec<&str> = client_args.iter().map(String::as_str).collect();
+    client_args.extend(["--connect-timeout", "60"]);
+    // A fixed port, so that the clients find the restarted coordinator.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let listen = format!("127.0.0.1:{port}");
+    let (mut first, addr) = serve_on(&listen, &dir, &cfg, "net", &server_args);
+    let clients: Vec<Child> = (0..4).map(|i| join(&addr, i, &client_args)).collect();
+    let logged = dir.join("net.checkpoint/round-000020.bin");
+    let start = Instant::now();
+    while !logged.exists() {
+        assert!(start.elapsed() < Duration::from_secs(60), "round 20 never logged");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    first.kill().unwrap();
+    let _ = first.wait();
+    assert!(
+        !dir.join("net/metrics.csv").exists(),
+        "the first coordinator must not have finished"
+    );
+    let mut resume_args = server_args.clone();
+    resume_args.push("--resume");
+    let (second, _) = serve_on(&listen, &dir, &cfg, "net", &resume_args);
+    let served = wait(second, Duration::from_secs(120));
+    assert!(
+        served.status.success(),
+        "resumed serve failed: {}",
+        String::from_utf8_lossy(&served.stderr)
+    );
+    assert!(String::from_utf8_lossy(&served.stderr).contains("replaying"));
+    for c in clients {
+        let out = wait(c, Duration::from_secs(30));
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    let networked = std::fs::read_to_string(dir.join("net/metrics.csv")).unwrap();
+    assert_eq!(networked, in_process(&dir, &cfg), "metrics.csv differs");
+    assert!(!dir.join("net.checkpoint").exists(), "checkpoint left behind");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -46,10 +46,15 @@ type Rpc = FederationClient<InterceptedService<Channel, AttachToken>>;
 /// A registered client: its connection and session.
 pub struct Session {
     runtime: tokio::runtime::Runtime,
+    endpoint: Endpoint,
+    options: JoinOptions,
     rpc: Rpc,
     session: String,
     id: ClientId,
     crash_at_round: Option<u64>,
+    /// The last round answered and the reply sent, resent unchanged if a
+    /// restarted coordinator asks for that round again.
+    last: Option<(u64, Vec<u8>)>,
     /// The run's configuration as the coordinator sent it.
     pub config_toml: String,
 }
@@ -85,45 +90,27 @@ impl Session {
                 .tls_config(tls.config(&host))
                 .map_err(|e| NetError::Config(format!("TLS: {e}")))?;
         }
-        let token = AttachToken::new(options.token.as_deref())?;
-        let id = options.client_id;
-        let (rpc, reply) = runtime.block_on(async {
-            let deadline = tokio::time::Instant::now() + options.connect_timeout;
-            loop {
-                let attempt = async {
-                    let channel = endpoint.connect().await.map_err(|e| {
-                        NetError::Io(format!("cannot reach {}: {e}", options.server))
-                    })?;
-                    let mut rpc = FederationClient::with_interceptor(channel, token.clone())
-                        .max_decoding_message_size(MAX_MESSAGE)
-                        .max_encoding_message_size(MAX_MESSAGE);
-                    let reply = rpc
-                        .register(RegisterRequest {
-                            client_id: id as u32,
-                            protocol: PROTOCOL_VERSION,
-                        })
-                        .await
-                        .map_err(NetError::from)?
-                        .into_inner();
-                    Ok::<_, NetError>((rpc, reply))
-                };
-                match attempt.await {
-                    Ok(ok) => return Ok(ok),
-                    Err(e) if e.is_retryable() && tokio::time::Instant::now() < deadline => {
-                        tokio::time::sleep(Duration::from_millis(200)).await;
-                    }
-                    Err(e) => return Err(e),
-                }
-            }
-        })?;
+        let (rpc, session, config_toml) = register(&runtime, &endpoint, options)?;
         Ok(Self {
             runtime,
+            endpoint,
+            options: options.clone(),
             rpc,
-            session: reply.session,
-            id,
+            session,
+            id: options.client_id,
             crash_at_round: options.crash_at_round,
-            config_toml: reply.config_toml,
+            last: None,
+            config_toml,
         })
+    }
+
+    /// Connects again and registers anew (the coordinator restarted or the
+    /// connection broke).
+    fn rejoin(&mut self) -> Result<(), NetError> {
+        let (rpc, session, _) = register(&self.runtime, &self.endpoint, &self.options)?;
+        self.rpc = rpc;
+        self.session = session;
+        Ok(())
     }
 
     /// This client's id.
@@ -151,8 +138,15 @@ impl Session {
         let mut from_round = 0u64;
         let heartbeat = self.spawn_heartbeat();
         let result = loop {
-            let Some((round, rounds, num_clients, payload)) = self.pull(from_round, &mut stats)?
-            else {
+            let pulled = match self.pull(from_round, &mut stats) {
+                Ok(p) => p,
+                Err(e) if recoverable(&e) => {
+                    self.rejoin()?;
+                    continue;
+                }
+                Err(e) => break Err(e),
+            };
+            let Some((round, rounds, num_clients, payload)) = pulled else {
                 break Ok(stats);
             };
             if self.crash_at_round == Some(round) {
@@ -161,26 +155,43 @@ impl Session {
                     "stopped at round {round} (injected crash)"
                 )));
             }
-            let msg: C::Down = codec::decode(&payload)?;
-            let ctx = RoundCtx {
-                round: round as usize,
-                rounds: rounds as usize,
-                num_clients: num_clients as usize,
+            let bytes = match &self.last {
+                // A restarted coordinator asks again: the same reply, not a
+                // second step of the client's state.
+                Some((answered, bytes)) if *answered == round => bytes.clone(),
+                _ => {
+                    let msg: C::Down = codec::decode(&payload)?;
+                    let ctx = RoundCtx {
+                        round: round as usize,
+                        rounds: rounds as usize,
+                        num_clients: num_clients as usize,
+                    };
+                    let mut env = ClientEnv {
+                        id: self.id,
+                        data,
+                        model,
+                        rng: stream(seed, Purpose::Client, round, self.id as u64),
+                        ws: &mut ws,
+                    };
+                    let up = client
+                        .handle(&ctx, &msg, &mut env)
+                        .map_err(|e| NetError::Algorithm(format!("round {round}: {e}")))?;
+                    let bytes = codec::encode(&up)?;
+                    self.last = Some((round, bytes.clone()));
+                    stats.rounds += 1;
+                    bytes
+                }
             };
-            let mut env = ClientEnv {
-                id: self.id,
-                data,
-                model,
-                rng: stream(seed, Purpose::Client, round, self.id as u64),
-                ws: &mut ws,
-            };
-            let up = client
-                .handle(&ctx, &msg, &mut env)
-                .map_err(|e| NetError::Algorithm(format!("round {round}: {e}")))?;
-            let bytes = codec::encode(&up)?;
-            self.push(round, &bytes, &mut stats)?;
-            stats.rounds += 1;
-            from_round = round + 1;
+            loop {
+                match self.push(round, &bytes, &mut stats) {
+                    Ok(()) => break,
+                    Err(e) if recoverable(&e) => self.rejoin()?,
+                    Err(e) => return Err(e),
+                }
+            }
+            // The coordinator hands out no round this client has answered,
+            // unless it restarted and needs the reply again.
+            from_round = round;
         };
         heartbeat.abort();
         result
@@ -294,4 +305,59 @@ fn host_of(server: &str) -> String {
     host.trim_start_matches('[')
         .trim_end_matches(']')
         .to_string()
+}
+
+/// Connects to the coordinator and registers, retrying until the options'
+/// connect timeout: returns the client stub, the session and the run's config.
+fn register(
+    runtime: &tokio::runtime::Runtime,
+    endpoint: &Endpoint,
+    options: &JoinOptions,
+) -> Result<(Rpc, String, String), NetError> {
+    let token = AttachToken::new(options.token.as_deref())?;
+    let id = options.client_id;
+    runtime.block_on(async {
+        let deadline = tokio::time::Instant::now() + options.connect_timeout;
+        loop {
+            let attempt = async {
+                let channel = endpoint.connect().await.map_err(|e| {
+                    NetError::Io(format!("cannot reach {}: {e}", options.server))
+                })?;
+                let mut rpc = FederationClient::with_interceptor(channel, token.clone())
+                    .max_decoding_message_size(MAX_MESSAGE)
+                    .max_encoding_message_size(MAX_MESSAGE);
+                let reply = rpc
+                    .register(RegisterRequest {
+                        client_id: id as u32,
+                        protocol: PROTOCOL_VERSION,
+                    })
+                    .await
+                    .map_err(NetError::from)?
+                    .into_inner();
+                Ok::<_, NetError>((rpc, reply.session, reply.config_toml))
+            };
+            match attempt.await {
+                Ok(ok) => return Ok(ok),
+                Err(e) if e.is_retryable() && tokio::time::Instant::now() < deadline => {
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    })
+}
+
+/// Errors after which a client reconnects and registers again: the
+/// coordinator went away (and may come back with `--resume`) or forgot the
+/// session.
+fn recoverable(e: &NetError) -> bool {
+    match e {
+        NetError::Rpc { code, message } => {
+            matches!(
+                code,
+                tonic::Code::Unavailable | tonic::Code::Unknown | tonic::Code::Cancelled
+            ) || (*code == tonic::Code::Unauthenticated && message.contains("unknown session"))
+        }
+        other => other.is_retryable(),
+    }
 }

@@ -14,6 +14,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -25,6 +26,7 @@ use tonic::{Request, Response, Status};
 use fedcluster_core::{ClientId, Message, RoundCtx};
 use fedcluster_sim::{EngineError, Transport};
 
+use crate::checkpoint::{ReplyLog, RoundReplies};
 use crate::chunk::{Assembler, MAX_MESSAGE, chunk};
 use crate::pb::federation_server::{Federation, FederationServer};
 use crate::pb::pull_reply::Status as PullStatus;
@@ -57,6 +59,10 @@ pub struct CoordinatorOptions {
     pub round_timeout: Duration,
     /// Fewest replies a round may complete with.
     pub min_clients: usize,
+    /// Directory of the reply log ([`crate::checkpoint`]); `None`: none.
+    pub checkpoint: Option<PathBuf>,
+    /// Replay the checkpoint's rounds, then carry on.
+    pub resume: bool,
 }
 
 /// Counters of what crossed the wire.
@@ -123,6 +129,9 @@ impl Shared {
 /// engine's transport.
 pub struct Coordinator {
     shared: Arc<Shared>,
+    log: Option<ReplyLog>,
+    /// Logged rounds still to replay, by round.
+    replay: Vec<Option<RoundReplies>>,
     runtime: tokio::runtime::Runtime,
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
     local_addr: SocketAddr,
@@ -137,6 +146,19 @@ impl Coordinator {
                 options.num_clients, options.min_clients
             )));
         }
+        let (log, replay) = match (&options.checkpoint, options.resume) {
+            (Some(dir), true) => {
+                let (log, rounds) = ReplyLog::resume(dir, &options.config_toml)?;
+                (Some(log), rounds.into_iter().map(Some).collect())
+            }
+            (Some(dir), false) => (Some(ReplyLog::create(dir, &options.config_toml)?), Vec::new()),
+            (None, true) => {
+                return Err(NetError::Config(
+                    "--resume needs the checkpoint directory of the interrupted run".into(),
+                ));
+            }
+            (None, false) => (None, Vec::new()),
+        };
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
@@ -144,7 +166,9 @@ impl Coordinator {
             .map_err(|e| NetError::Io(format!("runtime: {e}")))?;
         let incoming = runtime
             .block_on(async { tonic::transport::server::TcpIncoming::bind(options.listen) })
-            .map_err(|e| NetError::Io(format!("cannot listen on {}: {e}", options.listen)))?;
+            .map_err(|e| NetError::Io(format!("cannot listen on {}: {e}", options.listen)))?
+            // Small request/response calls: no Nagle delay.
+            .with_nodelay(Some(true));
         let local_addr = incoming
             .local_addr()
             .map_err(|e| NetError::Io(e.to_string()))?;
@@ -184,6 +208,8 @@ impl Coordinator {
         });
         Ok(Self {
             shared,
+            log,
+            replay,
             runtime,
             shutdown: Some(tx),
             local_addr,
@@ -216,6 +242,11 @@ impl Coordinator {
                 .0;
         }
         Ok(())
+    }
+
+    /// Rounds a resumed coordinator replays from its checkpoint.
+    pub fn replayed_rounds(&self) -> usize {
+        self.replay.len()
     }
 
     /// Counters so far.
@@ -308,25 +339,37 @@ where
         deliver: &mut dyn FnMut(ClientId, Up) -> Result<(), EngineError>,
     ) -> Result<(), EngineError> {
         let m = self.shared.options.num_clients;
-        let mut work = HashMap::with_capacity(plan.len());
-        for (id, msg) in plan {
-            if *id >= m {
-                return Err(EngineError::Plan(format!(
-                    "round {}: no client {id} (there are {m})",
-                    ctx.round
-                )));
-            }
-            let bytes = codec::encode(msg).map_err(|e| EngineError::Transport(e.to_string()))?;
-            if work.insert(*id, Arc::new(bytes)).is_some() {
-                return Err(EngineError::Plan(format!(
-                    "round {}: client {id} planned twice",
-                    ctx.round
-                )));
-            }
+        let transport = |e: NetError| EngineError::Transport(e.to_string());
+        if let Some((id, _)) = plan.iter().find(|(id, _)| *id >= m) {
+            return Err(EngineError::Plan(format!(
+                "round {}: no client {id} (there are {m})",
+                ctx.round
+            )));
         }
-        let replies = self
-            .collect(ctx.round as u64, work)
-            .map_err(|e| EngineError::Transport(e.to_string()))?;
+        let replies = match self.replay.get_mut(ctx.round).and_then(Option::take) {
+            Some(logged) => logged,
+            None => {
+                let mut work = HashMap::with_capacity(plan.len());
+                for (id, msg) in plan {
+                    let bytes = codec::encode(msg).map_err(transport)?;
+                    if work.insert(*id, Arc::new(bytes)).is_some() {
+                        return Err(EngineError::Plan(format!(
+                            "round {}: client {id} planned twice",
+                            ctx.round
+                        )));
+                    }
+                }
+                let replies: RoundReplies = self
+                    .collect(ctx.round as u64, work)
+                    .map_err(transport)?
+                    .into_iter()
+                    .collect();
+                if let Some(log) = &self.log {
+                    log.append(ctx.round, &replies).map_err(transport)?;
+                }
+                replies
+            }
+        };
         for (id, bytes) in replies {
             match codec::decode::<Up>(&bytes) {
                 Ok(up) if up.is_finite() => deliver(id, up)?,

@@ -9,6 +9,7 @@
 //! (`proto/fedcluster/v1/federation.proto`): clients dial out and pull their
 //! work; payloads cross in SHA-256-checked chunks of at most 4 MiB.
 
+pub mod checkpoint;
 pub mod chunk;
 pub mod client;
 pub mod codec;

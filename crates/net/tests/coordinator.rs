@@ -41,6 +41,8 @@ fn start(num_clients: usize, min_clients: usize, round_timeout: Duration) -> Coo
         rounds: 1,
         round_timeout,
         min_clients,
+        checkpoint: None,
+        resume: false,
     })
     .unwrap()
 }
