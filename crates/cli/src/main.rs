@@ -480,7 +480,10 @@ fn serve(
     let written = dir.finish()?;
     // The run is safely written: its checkpoint is no longer needed.
     std::fs::remove_dir_all(&options.checkpoint).with_context(|| {
-        format!("cannot remove the checkpoint {}", options.checkpoint.display())
+        format!(
+            "cannot remove the checkpoint {}",
+            options.checkpoint.display()
+        )
     })?;
     println!(
         "{} rounds in {:.1} s; {:.1} MB down, {:.1} MB up on the wire; {} replies rejected, {} dropped",

@@ -348,7 +348,10 @@ fn a_coordinator_killed_and_resumed_reaches_the_uninterrupted_result() {
     let logged = dir.join("net.checkpoint/round-000020.bin");
     let start = Instant::now();
     while !logged.exists() {
-        assert!(start.elapsed() < Duration::from_secs(60), "round 20 never logged");
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "round 20 never logged"
+        );
         std::thread::sleep(Duration::from_millis(2));
     }
     first.kill().unwrap();
@@ -369,10 +372,17 @@ fn a_coordinator_killed_and_resumed_reaches_the_uninterrupted_result() {
     assert!(String::from_utf8_lossy(&served.stderr).contains("replaying"));
     for c in clients {
         let out = wait(c, Duration::from_secs(30));
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
     let networked = std::fs::read_to_string(dir.join("net/metrics.csv")).unwrap();
     assert_eq!(networked, in_process(&dir, &cfg), "metrics.csv differs");
-    assert!(!dir.join("net.checkpoint").exists(), "checkpoint left behind");
+    assert!(
+        !dir.join("net.checkpoint").exists(),
+        "checkpoint left behind"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

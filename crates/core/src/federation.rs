@@ -49,6 +49,10 @@ pub enum AlgoError {
     /// A half received a message it cannot handle in its current phase.
     #[error("protocol error: {0}")]
     Protocol(String),
+    /// A reply of the wrong shape (length, phase, cluster) for its round; the
+    /// server rejected it before touching its state.
+    #[error("protocol error: round {round}: malformed reply from client {client}")]
+    Malformed { round: usize, client: ClientId },
     /// A core routine rejected its input.
     #[error(transparent)]
     Core(#[from] CoreError),
@@ -132,9 +136,7 @@ pub trait ClientHalf: Send {
 impl AlgoError {
     /// A reply of the wrong shape or kind for the round.
     pub fn malformed(round: usize, client: ClientId) -> Self {
-        AlgoError::Protocol(format!(
-            "round {round}: malformed reply from client {client}"
-        ))
+        AlgoError::Malformed { round, client }
     }
 
     /// A client whose loss or update was not finite.

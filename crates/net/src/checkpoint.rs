@@ -68,9 +68,8 @@ impl ReplyLog {
             .map(|r| {
                 let path = log.round_path(r);
                 let bytes = fs::read(&path).map_err(|e| io(&path, "read", e))?;
-                codec::decode(&bytes).map_err(|e| {
-                    NetError::Codec(format!("checkpoint {}: {e}", path.display()))
-                })
+                codec::decode(&bytes)
+                    .map_err(|e| NetError::Codec(format!("checkpoint {}: {e}", path.display())))
             })
             .collect::<Result<Vec<_>, _>>()?;
         Ok((log, rounds))
@@ -125,7 +124,9 @@ mod tests {
         let (_, rounds) = ReplyLog::resume(&dir, "rounds = 3").unwrap();
         assert_eq!(rounds, vec![r0, r1]);
         assert!(ReplyLog::resume(&dir, "rounds = 4").is_err());
-        let again = ReplyLog::create(&dir, "rounds = 3").unwrap_err().to_string();
+        let again = ReplyLog::create(&dir, "rounds = 3")
+            .unwrap_err()
+            .to_string();
         assert!(again.contains("--resume"), "{again}");
         log.remove().unwrap();
         assert!(!dir.exists());

@@ -320,9 +320,10 @@ fn register(
         let deadline = tokio::time::Instant::now() + options.connect_timeout;
         loop {
             let attempt = async {
-                let channel = endpoint.connect().await.map_err(|e| {
-                    NetError::Io(format!("cannot reach {}: {e}", options.server))
-                })?;
+                let channel = endpoint
+                    .connect()
+                    .await
+                    .map_err(|e| NetError::Io(format!("cannot reach {}: {e}", options.server)))?;
                 let mut rpc = FederationClient::with_interceptor(channel, token.clone())
                     .max_decoding_message_size(MAX_MESSAGE)
                     .max_encoding_message_size(MAX_MESSAGE);

@@ -8,9 +8,10 @@
 //! deadline passes; it then needs at least `min_clients` replies. Replies are
 //! handed to the server in client-id order, so a run with every client
 //! answering is bit-identical to the in-process run of the same config and
-//! seed. A reply that does not decode or holds NaN/inf is rejected and counted
-//! and never reaches the server; a client that did not reply in time is
-//! counted as dropped and may answer later rounds.
+//! seed. A reply that does not decode, holds NaN/inf, or has the wrong shape
+//! for the server (which checks before it changes anything) is rejected and
+//! counted; a client that did not reply in time is counted as dropped and may
+//! answer later rounds.
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
@@ -23,7 +24,7 @@ use serde::de::DeserializeOwned;
 use tokio::sync::Notify;
 use tonic::{Request, Response, Status};
 
-use fedcluster_core::{ClientId, Message, RoundCtx};
+use fedcluster_core::{AlgoError, ClientId, Message, RoundCtx};
 use fedcluster_sim::{EngineError, Transport};
 
 use crate::checkpoint::{ReplyLog, RoundReplies};
@@ -151,7 +152,10 @@ impl Coordinator {
                 let (log, rounds) = ReplyLog::resume(dir, &options.config_toml)?;
                 (Some(log), rounds.into_iter().map(Some).collect())
             }
-            (Some(dir), false) => (Some(ReplyLog::create(dir, &options.config_toml)?), Vec::new()),
+            (Some(dir), false) => (
+                Some(ReplyLog::create(dir, &options.config_toml)?),
+                Vec::new(),
+            ),
             (None, true) => {
                 return Err(NetError::Config(
                     "--resume needs the checkpoint directory of the interrupted run".into(),
@@ -371,9 +375,19 @@ where
             }
         };
         for (id, bytes) in replies {
-            match codec::decode::<Up>(&bytes) {
-                Ok(up) if up.is_finite() => deliver(id, up)?,
-                _ => self.shared.lock().stats.rejected += 1,
+            let accepted = match codec::decode::<Up>(&bytes) {
+                Ok(up) if up.is_finite() => match deliver(id, up) {
+                    // The server refused its shape before touching its state.
+                    Err(EngineError::Server {
+                        source: AlgoError::Malformed { .. },
+                        ..
+                    }) => false,
+                    other => other.map(|()| true)?,
+                },
+                _ => false,
+            };
+            if !accepted {
+                self.shared.lock().stats.rejected += 1;
             }
         }
         Ok(())

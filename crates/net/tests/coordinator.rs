@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use fedcluster_core::{ClientId, Message, RoundCtx};
+use fedcluster_core::{AlgoError, ClientId, Message, RoundCtx};
 use fedcluster_net::chunk::{MAX_CHUNK, chunk, sha256};
 use fedcluster_net::pb::federation_client::FederationClient;
 use fedcluster_net::pb::pull_reply::Status as PullStatus;
@@ -71,6 +71,14 @@ fn round_in_background(
             &ctx,
             &plan,
             &mut |id, up: Vector| -> Result<(), EngineError> {
+                // As a server does: a reply of the wrong length is refused
+                // before anything changes.
+                if up.0.len() != plan[0].1.0.len() {
+                    return Err(EngineError::Server {
+                        round: 0,
+                        source: AlgoError::malformed(0, id),
+                    });
+                }
                 got.push((id, up));
                 Ok(())
             },
@@ -152,18 +160,25 @@ fn runtime() -> tokio::runtime::Runtime {
 }
 
 #[test]
-fn tampered_chunks_and_nan_replies_are_rejected_and_never_delivered() {
-    let coordinator = start(2, 1, Duration::from_secs(20));
+fn tampered_chunks_nan_and_malformed_replies_are_rejected_and_never_delivered() {
+    let coordinator = start(3, 1, Duration::from_secs(20));
     let addr = coordinator.local_addr();
-    let done = round_in_background(
-        coordinator,
-        vec![(0, Vector(vec![1.0; 3])), (1, Vector(vec![2.0; 3]))],
-    );
+    let plan = vec![
+        (0, Vector(vec![1.0; 3])),
+        (1, Vector(vec![2.0; 3])),
+        (2, Vector(vec![3.0; 3])),
+    ];
+    let done = round_in_background(coordinator, plan);
     runtime().block_on(async {
         let mut rpc = connect(addr, Some(TOKEN)).await;
         let (s0, s1) = (register(&mut rpc, 0).await, register(&mut rpc, 1).await);
+        let s2 = register(&mut rpc, 2).await;
         assert_eq!(pull(&mut rpc, &s0).await, Vector(vec![1.0; 3]));
         assert_eq!(pull(&mut rpc, &s1).await, Vector(vec![2.0; 3]));
+        assert_eq!(pull(&mut rpc, &s2).await, Vector(vec![3.0; 3]));
+        // Client 2: a reply of the wrong length.
+        let short = chunk(&codec::encode(&Vector(vec![1.0; 2])).unwrap(), 0).unwrap();
+        assert!(push(&mut rpc, &s2, short).await.0);
         // Client 0: a chunk whose bytes changed after hashing.
         let mut tampered = chunk(&codec::encode(&Vector(vec![5.0; 3])).unwrap(), 0).unwrap();
         tampered.data[0] ^= 0xff;
@@ -178,7 +193,7 @@ fn tampered_chunks_and_nan_replies_are_rejected_and_never_delivered() {
     });
     let (delivered, stats) = done.recv_timeout(Duration::from_secs(30)).unwrap();
     assert_eq!(delivered.unwrap(), vec![(0, Vector(vec![5.0; 3]))]);
-    assert_eq!(stats.rejected, 2, "{stats:?}");
+    assert_eq!(stats.rejected, 3, "{stats:?}");
 }
 
 #[test]
