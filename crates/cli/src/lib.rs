@@ -4,6 +4,7 @@
 
 pub mod bench;
 pub mod bench_mnist;
+pub mod certs;
 pub mod config;
 pub mod experiment;
 pub mod network;

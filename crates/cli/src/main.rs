@@ -168,7 +168,8 @@ enum Command {
         /// The coordinator, host:port.
         #[arg(long)]
         server: String,
-        /// Which client this is: partition:ID (the ID-th client of the run's data set).
+        /// Which clients this process holds: partition:ID (the ID-th client of the
+        /// run's data set) or partition:A-B (clients A to B, a connection each).
         #[arg(long)]
         data: String,
         /// Directory of the real data set's files on this machine.
@@ -198,6 +199,15 @@ enum Command {
         /// Fault injection (tests): stop answering once round R's message arrives.
         #[arg(long, hide = true)]
         crash_at_round: Option<u64>,
+    },
+    /// Write a private CA and certificates for a networked run (PEM files).
+    Certs {
+        /// Directory to write ca.pem, ca.key, server.pem, server.key, client.pem, client.key.
+        #[arg(long)]
+        out: PathBuf,
+        /// A name the coordinator is reached by: DNS name or IP address (repeatable).
+        #[arg(long = "server-name", default_values_t = ["localhost".to_string(), "127.0.0.1".to_string()])]
+        server_names: Vec<String>,
     },
     /// Time the hot path of an algorithm and report achieved GFLOP/s.
     Bench {
@@ -335,7 +345,7 @@ impl Command {
                 connect_timeout,
                 crash_at_round,
             } => {
-                let client_id = network::parse_data_spec(&data)?;
+                let ids = network::parse_data_spec(&data)?;
                 let tls = match ca {
                     Some(ca) => Some(network::client_tls(&ca, domain, cert.zip(key))?),
                     None if insecure => {
@@ -356,16 +366,26 @@ impl Command {
                     server,
                     tls,
                     token: token(token_file.as_deref())?,
-                    client_id,
+                    client_id: ids[0],
                     connect_timeout: seconds("--connect-timeout", connect_timeout)?,
                     crash_at_round,
                 };
-                let stats = network::join(&options, data_dir.as_deref())?;
-                eprintln!(
-                    "client {client_id}: {} rounds, {:.1} MB down, {:.1} MB up",
-                    stats.rounds,
-                    stats.bytes_down as f64 / 1e6,
-                    stats.bytes_up as f64 / 1e6
+                for (id, stats) in network::join(&options, &ids, data_dir.as_deref())? {
+                    eprintln!(
+                        "client {id}: {} rounds, {:.1} MB down, {:.1} MB up",
+                        stats.rounds,
+                        stats.bytes_down as f64 / 1e6,
+                        stats.bytes_up as f64 / 1e6
+                    );
+                }
+                Ok(())
+            }
+            Command::Certs { out, server_names } => {
+                fedcluster_cli::certs::generate(&out, &server_names)?;
+                println!(
+                    "wrote {} into {} (keep ca.key, server.key and client.key private)",
+                    fedcluster_cli::certs::FILES.join(", "),
+                    out.display()
                 );
                 Ok(())
             }

@@ -133,44 +133,94 @@ impl Halves for &mut CoordinatorRun<'_, '_> {
     }
 }
 
-/// Which client a joining process is: `partition:ID`, the ID-th client of the
-/// data set the coordinator's config describes.
-pub fn parse_data_spec(spec: &str) -> Result<ClientId> {
-    let Some(id) = spec.strip_prefix("partition:") else {
-        bail!("--data `{spec}`: expected partition:ID (the ID-th client of the run's data set)");
+/// Which clients a joining process holds: `partition:ID`, the ID-th client
+/// of the data set the coordinator's config describes, or `partition:A-B`,
+/// clients A to B (each on its own thread and connection).
+pub fn parse_data_spec(spec: &str) -> Result<Vec<ClientId>> {
+    let Some(ids) = spec.strip_prefix("partition:") else {
+        bail!(
+            "--data `{spec}`: expected partition:ID or partition:A-B (clients of the run's data set)"
+        );
     };
-    id.parse()
-        .with_context(|| format!("--data `{spec}`: `{id}` is not a client id"))
+    let id = |text: &str| -> Result<ClientId> {
+        text.trim()
+            .parse()
+            .with_context(|| format!("--data `{spec}`: `{text}` is not a client id"))
+    };
+    match ids.split_once('-') {
+        None => Ok(vec![id(ids)?]),
+        Some((a, b)) => {
+            let (a, b) = (id(a)?, id(b)?);
+            if a > b {
+                bail!("--data `{spec}`: the range {a}-{b} is empty");
+            }
+            Ok((a..=b).collect())
+        }
+    }
 }
 
-/// Joins a coordinator as one client and answers its rounds until the run
-/// ends. `data_dir` replaces the config's `data.data_dir` (the files on this
-/// machine).
-pub fn join(options: &JoinOptions, data_dir: Option<&Path>) -> Result<ClientStats> {
-    let mut session = Session::join(options)?;
+/// Joins a coordinator as the clients `ids` (one connection and thread each,
+/// sharing this process's copy of the data) and answers their rounds until the
+/// run ends. `data_dir` replaces the config's `data.data_dir` (the files on
+/// this machine).
+pub fn join(
+    options: &JoinOptions,
+    ids: &[ClientId],
+    data_dir: Option<&Path>,
+) -> Result<Vec<(ClientId, ClientStats)>> {
+    let Some(&first_id) = ids.first() else {
+        bail!("no client to join as");
+    };
+    let with_id = |id| JoinOptions {
+        client_id: id,
+        ..options.clone()
+    };
+    let first = Session::join(&with_id(first_id))?;
     let mut overrides = Vec::new();
     if let Some(dir) = data_dir {
         let dir = toml::Value::String(dir.to_string_lossy().into_owned());
         overrides.push(format!("data.data_dir={dir}"));
     }
-    let config = RunConfig::parse(&session.config_toml, &overrides, "the coordinator's config")?;
+    let config = RunConfig::parse(&first.config_toml, &overrides, "the coordinator's config")?;
     let data = build_data(&config)?;
-    let id = session.id();
-    let Some(mine) = data.train.get(id) else {
+    if let Some(id) = ids.iter().find(|&&id| id >= data.train.len()) {
         bail!(
             "client {id}: the run's data set has {} clients",
             data.train.len()
         );
-    };
-    let batch = mine.batch(data.dim);
+    }
     let model = build_model(&config, &data)?;
-    let run = ClientRun {
-        session: &mut session,
-        data: batch,
-        model: model.as_ref(),
-        seed: config.seed,
-    };
-    with_halves(&config, &data, model.as_ref(), run)
+    let (config, data, model) = (&config, &data, model.as_ref());
+    let mut first = Some(first);
+    std::thread::scope(|scope| {
+        let threads: Vec<_> = ids
+            .iter()
+            .map(|&id| {
+                let joined = first.take();
+                let options = with_id(id);
+                scope.spawn(move || -> Result<(ClientId, ClientStats)> {
+                    let mut session = match joined {
+                        Some(s) => s,
+                        None => Session::join(&options)?,
+                    };
+                    let run = ClientRun {
+                        session: &mut session,
+                        data: data.train[id].batch(data.dim),
+                        model,
+                        seed: config.seed,
+                    };
+                    Ok((id, with_halves(config, data, model, run)?))
+                })
+            })
+            .collect();
+        threads
+            .into_iter()
+            .map(|t| {
+                t.join()
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("a client thread panicked")))
+            })
+            .collect()
+    })
 }
 
 struct ClientRun<'a, 's> {

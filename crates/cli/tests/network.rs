@@ -8,8 +8,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
-
 const BIN: &str = env!("CARGO_BIN_EXE_fedcluster");
 
 /// A fresh directory for one test.
@@ -20,34 +18,11 @@ fn scratch(name: &str) -> PathBuf {
     dir
 }
 
-/// A CA, a coordinator certificate for localhost / 127.0.0.1 and a client
-/// certificate, as PEM files in `dir`.
+/// A CA, a coordinator certificate for localhost / 127.0.0.1, a client
+/// certificate and a token, as files in `dir`.
 fn pki(dir: &Path) {
-    let ca_key = KeyPair::generate().unwrap();
-    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca.distinguished_name
-        .push(DnType::CommonName, "fedcluster test CA");
-    let ca_cert = ca.self_signed(&ca_key).unwrap();
-    let issuer = Issuer::new(ca, ca_key);
-    let write = |name: &str, text: String| std::fs::write(dir.join(name), text).unwrap();
-    write("ca.pem", ca_cert.pem());
-    for (name, sans) in [
-        (
-            "server",
-            vec!["localhost".to_string(), "127.0.0.1".to_string()],
-        ),
-        ("client", vec!["client.fedcluster.test".to_string()]),
-    ] {
-        let key = KeyPair::generate().unwrap();
-        let cert = CertificateParams::new(sans)
-            .unwrap()
-            .signed_by(&key, &issuer)
-            .unwrap();
-        write(&format!("{name}.pem"), cert.pem());
-        write(&format!("{name}.key"), key.serialize_pem());
-    }
-    write("token", "s3cret-token\n".into());
+    fedcluster_cli::certs::generate(dir, &["localhost".into(), "127.0.0.1".into()]).unwrap();
+    std::fs::write(dir.join("token"), "s3cret-token\n").unwrap();
 }
 
 /// A small two-cluster synthetic problem with `algorithm`.
