@@ -136,12 +136,14 @@ impl Session {
         let mut stats = ClientStats::default();
         let mut ws = Workspace::default();
         let mut from_round = 0u64;
-        let heartbeat = self.spawn_heartbeat();
+        let mut heartbeat = self.spawn_heartbeat();
         let result = loop {
             let pulled = match self.pull(from_round, &mut stats) {
                 Ok(p) => p,
                 Err(e) if recoverable(&e) => {
                     self.rejoin()?;
+                    heartbeat.abort();
+                    heartbeat = self.spawn_heartbeat();
                     continue;
                 }
                 Err(e) => break Err(e),
@@ -185,8 +187,15 @@ impl Session {
             loop {
                 match self.push(round, &bytes, &mut stats) {
                     Ok(()) => break,
-                    Err(e) if recoverable(&e) => self.rejoin()?,
-                    Err(e) => return Err(e),
+                    Err(e) if recoverable(&e) => {
+                        self.rejoin()?;
+                        heartbeat.abort();
+                        heartbeat = self.spawn_heartbeat();
+                    }
+                    Err(e) => {
+                        heartbeat.abort();
+                        return Err(e);
+                    }
                 }
             }
             // The coordinator hands out no round this client has answered,

@@ -69,7 +69,8 @@ pub struct CoordinatorOptions {
 /// Counters of what crossed the wire.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct NetStats {
-    /// Replies (or chunks of them) refused: bad hash, undecodable, NaN/inf.
+    /// Replies (or chunks of them) refused: bad hash, wrong round,
+    /// undecodable, NaN/inf, wrong shape.
     pub rejected: u64,
     /// Planned replies that did not arrive before their round closed.
     pub dropped: u64,
@@ -498,8 +499,16 @@ impl Federation for Service {
                 reason,
             }))
         };
+        if state.round.round != r.round {
+            // Not the current round at all: a broken or hostile client.
+            state.stats.rejected += 1;
+            return refuse(format!(
+                "round {} is not the current round {}",
+                r.round, state.round.round
+            ));
+        }
         let round = &mut state.round;
-        if !round.open || round.round != r.round || !round.work.contains_key(&id) {
+        if !round.open || !round.work.contains_key(&id) {
             return refuse(format!(
                 "round {} is not open for client {id} (late or stale reply)",
                 r.round
