@@ -5,6 +5,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let proto = "fedcluster/v1/federation.proto";
     println!("cargo:rerun-if-changed=proto/{proto}");
     let descriptors = protox::compile([proto], ["proto"])?;
-    tonic_prost_build::configure().compile_fds(descriptors)?;
+    // `bytes` fields as `Bytes`: a chunk is shared, not copied, by every pull.
+    tonic_prost_build::configure()
+        .bytes(".")
+        .compile_fds(descriptors)?;
     Ok(())
 }

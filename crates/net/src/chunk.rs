@@ -1,6 +1,7 @@
 //! Payloads in chunks of at most [`MAX_CHUNK`] bytes, each with the SHA-256 of
 //! its bytes, and their reassembly with every hash checked.
 
+use prost::bytes::Bytes;
 use sha2::{Digest, Sha256};
 
 use crate::NetError;
@@ -13,8 +14,8 @@ pub const MAX_CHUNK: usize = 4 << 20;
 pub const MAX_MESSAGE: usize = MAX_CHUNK + (64 << 10);
 
 /// SHA-256 of `data`.
-pub fn sha256(data: &[u8]) -> Vec<u8> {
-    Sha256::digest(data).to_vec()
+pub fn sha256(data: &[u8]) -> Bytes {
+    Bytes::copy_from_slice(&Sha256::digest(data))
 }
 
 /// Number of chunks `len` bytes take (an empty payload is one empty chunk).
@@ -33,15 +34,22 @@ pub fn chunk(payload: &[u8], index: usize) -> Option<Chunk> {
     Some(Chunk {
         index: index as u32,
         total: total as u32,
-        data: data.to_vec(),
+        data: Bytes::copy_from_slice(data),
         sha256: sha256(data),
     })
+}
+
+/// Every chunk of `payload`, hashed once; cloning a chunk shares its bytes.
+pub fn chunks(payload: &[u8]) -> Vec<Chunk> {
+    (0..chunk_count(payload.len()))
+        .filter_map(|i| chunk(payload, i))
+        .collect()
 }
 
 /// Collects the chunks of one payload, in any order.
 #[derive(Debug, Default)]
 pub struct Assembler {
-    parts: Vec<Option<Vec<u8>>>,
+    parts: Vec<Option<Bytes>>,
     received: usize,
 }
 
@@ -77,7 +85,11 @@ impl Assembler {
         }
         let parts = std::mem::take(&mut self.parts);
         self.received = 0;
-        Ok(Some(parts.into_iter().flatten().flatten().collect()))
+        let mut payload = Vec::with_capacity(parts.iter().flatten().map(Bytes::len).sum());
+        for part in parts.iter().flatten() {
+            payload.extend_from_slice(part);
+        }
+        Ok(Some(payload))
     }
 }
 
@@ -97,13 +109,16 @@ mod tests {
         assert_eq!(a.add(chunk(&payload, 0).unwrap()).unwrap(), None);
         assert_eq!(a.add(chunk(&payload, 1).unwrap()).unwrap(), Some(payload));
         assert!(chunk(&[], 0).is_some_and(|c| c.total == 1 && c.data.is_empty()));
+        assert_eq!(chunks(&[1, 2, 3]).len(), 1);
     }
 
     #[test]
     fn a_tampered_chunk_is_detected() {
         let payload = vec![7u8; 1000];
         let mut c = chunk(&payload, 0).unwrap();
-        c.data[10] ^= 1;
+        let mut data = c.data.to_vec();
+        data[10] ^= 1;
+        c.data = data.into();
         let err = Assembler::default().add(c).unwrap_err().to_string();
         assert!(err.contains("SHA-256"), "{err}");
     }

@@ -13,7 +13,7 @@ use fedcluster_core::{
     Batch, ClientEnv, ClientHalf, ClientId, Model, Purpose, RoundCtx, Workspace, stream,
 };
 
-use crate::chunk::{Assembler, MAX_MESSAGE, chunk, chunk_count};
+use crate::chunk::{Assembler, MAX_MESSAGE, chunks};
 use crate::pb::federation_client::FederationClient;
 use crate::pb::pull_reply::Status as PullStatus;
 use crate::pb::{HeartbeatRequest, PullRequest, PushRequest, RegisterRequest};
@@ -268,8 +268,7 @@ impl Session {
         let session = self.session.clone();
         let rpc = &mut self.rpc;
         self.runtime.block_on(async {
-            for index in 0..chunk_count(bytes.len()) {
-                let piece = chunk(bytes, index).expect("index below the chunk count");
+            for piece in chunks(bytes) {
                 stats.bytes_up += piece.data.len() as u64;
                 let reply = rpc
                     .push(PushRequest {

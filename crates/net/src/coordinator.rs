@@ -28,7 +28,8 @@ use fedcluster_core::{AlgoError, ClientId, Message, RoundCtx};
 use fedcluster_sim::{EngineError, Transport};
 
 use crate::checkpoint::{ReplyLog, RoundReplies};
-use crate::chunk::{Assembler, MAX_MESSAGE, chunk};
+use crate::chunk::{Assembler, MAX_MESSAGE, chunks};
+use crate::pb::Chunk;
 use crate::pb::federation_server::{Federation, FederationServer};
 use crate::pb::pull_reply::Status as PullStatus;
 use crate::pb::{
@@ -85,7 +86,9 @@ pub struct NetStats {
 struct RoundState {
     round: u64,
     open: bool,
-    work: HashMap<ClientId, Arc<Vec<u8>>>,
+    /// Each planned client's message, in hashed chunks (clients sent the
+    /// same bytes share them).
+    work: HashMap<ClientId, Arc<Vec<Chunk>>>,
     uploads: HashMap<ClientId, Assembler>,
     replies: BTreeMap<ClientId, Vec<u8>>,
 }
@@ -281,7 +284,7 @@ impl Coordinator {
     fn collect(
         &self,
         round: u64,
-        work: HashMap<ClientId, Arc<Vec<u8>>>,
+        work: HashMap<ClientId, Arc<Vec<Chunk>>>,
     ) -> Result<BTreeMap<ClientId, Vec<u8>>, NetError> {
         let planned = work.len();
         let options = &self.shared.options;
@@ -355,9 +358,20 @@ where
             Some(logged) => logged,
             None => {
                 let mut work = HashMap::with_capacity(plan.len());
+                // Consecutive clients often get the same message (all cluster
+                // models): encode it, but chunk and hash it once.
+                let mut previous: Option<(Vec<u8>, Arc<Vec<Chunk>>)> = None;
                 for (id, msg) in plan {
                     let bytes = codec::encode(msg).map_err(transport)?;
-                    if work.insert(*id, Arc::new(bytes)).is_some() {
+                    let shared = match &previous {
+                        Some((last, pieces)) if *last == bytes => Arc::clone(pieces),
+                        _ => {
+                            let pieces = Arc::new(chunks(&bytes));
+                            previous = Some((bytes, Arc::clone(&pieces)));
+                            pieces
+                        }
+                    };
+                    if work.insert(*id, shared).is_some() {
                         return Err(EngineError::Plan(format!(
                             "round {}: client {id} planned twice",
                             ctx.round
@@ -471,9 +485,9 @@ impl Federation for Service {
                 let round = &state.round;
                 let pending =
                     round.open && round.round >= r.from_round && !round.replies.contains_key(&id);
-                if let Some(payload) = round.work.get(&id).filter(|_| pending) {
-                    let (number, payload) = (round.round, Arc::clone(payload));
-                    let piece = chunk(&payload, r.chunk as usize).ok_or_else(|| {
+                if let Some(pieces) = round.work.get(&id).filter(|_| pending) {
+                    let number = round.round;
+                    let piece = pieces.get(r.chunk as usize).cloned().ok_or_else(|| {
                         Status::out_of_range(format!("no chunk {} in this message", r.chunk))
                     })?;
                     state.stats.bytes_down += piece.data.len() as u64;

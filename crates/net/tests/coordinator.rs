@@ -181,7 +181,9 @@ fn tampered_chunks_nan_and_malformed_replies_are_rejected_and_never_delivered() 
         assert!(push(&mut rpc, &s2, short).await.0);
         // Client 0: a chunk whose bytes changed after hashing.
         let mut tampered = chunk(&codec::encode(&Vector(vec![5.0; 3])).unwrap(), 0).unwrap();
-        tampered.data[0] ^= 0xff;
+        let mut data = tampered.data.to_vec();
+        data[0] ^= 0xff;
+        tampered.data = data.into();
         let (accepted, reason) = push(&mut rpc, &s0, tampered).await;
         assert!(!accepted && reason.contains("SHA-256"), "{reason}");
         // Client 1: a well-formed reply holding NaN.
@@ -273,7 +275,7 @@ fn wrong_tokens_and_oversized_messages_are_refused_and_the_coordinator_stays_up(
                     index: 0,
                     total: 1,
                     sha256: sha256(&big),
-                    data: big,
+                    data: big.into(),
                 }),
             })
             .await
