@@ -174,6 +174,12 @@ impl AlgorithmConfig {
 /// The embedded default experiment: IFCA on the IFCA paper's synthetic mixture.
 pub const DEFAULT_CONFIG: &str = include_str!("../../../configs/ifca-synthetic.toml");
 
+/// The `--set` override that points `data.data_dir` at `dir`.
+pub fn data_dir_override(dir: &std::path::Path) -> String {
+    let dir = toml::Value::String(dir.to_string_lossy().into_owned());
+    format!("data.data_dir={dir}")
+}
+
 impl RunConfig {
     /// Parses TOML text, applies `key=value` overrides and validates the result.
     /// `origin` names the source in error messages.

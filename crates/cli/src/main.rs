@@ -10,7 +10,7 @@ use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use fedcluster_cli::bench::{BENCHMARKS, BenchOptions, CORE_PEAK_GFLOPS, run_bench};
-use fedcluster_cli::config::{DEFAULT_CONFIG, RunConfig};
+use fedcluster_cli::config::{DEFAULT_CONFIG, RunConfig, data_dir_override};
 use fedcluster_cli::experiment::{build_data, execute};
 use fedcluster_cli::network;
 use fedcluster_cli::reproduce::{
@@ -250,10 +250,7 @@ impl Command {
                 quiet,
             } => {
                 let mut overrides = overrides;
-                if let Some(dir) = data_dir {
-                    let dir = toml::Value::String(dir.to_string_lossy().into_owned());
-                    overrides.push(format!("data.data_dir={dir}"));
-                }
+                overrides.extend(data_dir.as_deref().map(data_dir_override));
                 run(config, out, overrides, threads, overwrite, quiet)
             }
             Command::Reproduce {
@@ -304,10 +301,7 @@ impl Command {
                 quiet,
             } => {
                 let mut overrides = overrides;
-                if let Some(dir) = data_dir {
-                    let dir = toml::Value::String(dir.to_string_lossy().into_owned());
-                    overrides.push(format!("data.data_dir={dir}"));
-                }
+                overrides.extend(data_dir.as_deref().map(data_dir_override));
                 let tls = match (tls_cert, tls_key) {
                     (Some(cert), Some(key)) => {
                         Some(network::server_tls(&cert, &key, client_ca.as_deref())?)

@@ -17,7 +17,7 @@ use fedcluster_net::{
     Session,
 };
 
-use crate::config::RunConfig;
+use crate::config::{RunConfig, data_dir_override};
 use crate::experiment::{Driver, Halves, Outcome, Progress, build_data, build_model, with_halves};
 
 /// How the coordinator listens and whom it admits.
@@ -176,11 +176,7 @@ pub fn join(
         ..options.clone()
     };
     let first = Session::join(&with_id(first_id))?;
-    let mut overrides = Vec::new();
-    if let Some(dir) = data_dir {
-        let dir = toml::Value::String(dir.to_string_lossy().into_owned());
-        overrides.push(format!("data.data_dir={dir}"));
-    }
+    let overrides: Vec<String> = data_dir.map(data_dir_override).into_iter().collect();
     let config = RunConfig::parse(&first.config_toml, &overrides, "the coordinator's config")?;
     let data = build_data(&config)?;
     if let Some(id) = ids.iter().find(|&&id| id >= data.train.len()) {

@@ -58,26 +58,11 @@ pub struct Pull<'a> {
 }
 
 /// `steps` Adam steps on minibatches of `batch` from `params`, continuing
-/// `state`. Returns the mean loss of the first minibatch, non-finite (and
-/// `params` left at the last finite iterate) if training diverged.
+/// `state`, on the loss plus an optional proximal `pull`. Returns the mean loss
+/// (the model's alone) of the first minibatch, non-finite (and `params` left at
+/// the last finite iterate) if training diverged.
 #[allow(clippy::too_many_arguments)]
 pub fn adam_steps(
-    model: &dyn Model,
-    params: &mut [f32],
-    batch: Batch<'_>,
-    config: AdamConfig,
-    steps: usize,
-    state: &mut AdamState,
-    rng: &mut Rng,
-    ws: &mut Workspace,
-) -> f64 {
-    adam_steps_towards(model, params, batch, config, steps, state, rng, ws, None)
-}
-
-/// [`adam_steps`] on the loss plus an optional proximal `pull`; the returned
-/// loss is the model's alone.
-#[allow(clippy::too_many_arguments)]
-pub fn adam_steps_towards(
     model: &dyn Model,
     params: &mut [f32],
     batch: Batch<'_>,
@@ -205,6 +190,7 @@ mod tests {
             &mut state,
             &mut rng(1),
             &mut ws,
+            None,
         );
         for i in 0..3 {
             let want = if grad[i] == 0.0 {
@@ -243,6 +229,7 @@ mod tests {
             &mut state,
             &mut rng(3),
             &mut ws,
+            None,
         );
         assert!(first.is_finite());
         for (p, t) in params.iter().zip(truth) {
@@ -261,7 +248,7 @@ mod tests {
         let b = Batch::new(&x, Targets::Real(&y), 1).unwrap();
         let mut params = [0.0f32];
         let centre = [4.0f32];
-        let first = adam_steps_towards(
+        let first = adam_steps(
             &m,
             &mut params,
             b,

@@ -25,7 +25,7 @@ use tokio::sync::Notify;
 use tonic::{Request, Response, Status};
 
 use fedcluster_core::{AlgoError, ClientId, Message, RoundCtx};
-use fedcluster_sim::{EngineError, Transport};
+use fedcluster_sim::{EngineError, Transport, check_plan};
 
 use crate::checkpoint::{ReplyLog, RoundReplies};
 use crate::chunk::{Assembler, MAX_MESSAGE, chunks};
@@ -116,6 +116,14 @@ struct Shared {
 impl Shared {
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Waits at most `left` for a reply or a registration.
+    fn wait<'a>(&self, state: MutexGuard<'a, State>, left: Duration) -> MutexGuard<'a, State> {
+        self.changed
+            .wait_timeout(state, left)
+            .unwrap_or_else(|e| e.into_inner())
+            .0
     }
 
     fn client_of(&self, state: &mut State, session: &str) -> Result<ClientId, Status> {
@@ -242,12 +250,7 @@ impl Coordinator {
                     state.joined.len()
                 )));
             }
-            state = self
-                .shared
-                .changed
-                .wait_timeout(state, left)
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
+            state = self.shared.wait(state, left);
         }
         Ok(())
     }
@@ -313,12 +316,7 @@ impl Coordinator {
                     options.round_timeout, options.min_clients
                 )));
             }
-            state = self
-                .shared
-                .changed
-                .wait_timeout(state, left)
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
+            state = self.shared.wait(state, left);
         }
         state.round.open = false;
         state.stats.dropped += (planned - state.round.replies.len()) as u64;
@@ -346,14 +344,8 @@ where
         plan: &[(ClientId, Down)],
         deliver: &mut dyn FnMut(ClientId, Up) -> Result<(), EngineError>,
     ) -> Result<(), EngineError> {
-        let m = self.shared.options.num_clients;
+        check_plan(ctx, plan, self.shared.options.num_clients)?;
         let transport = |e: NetError| EngineError::Transport(e.to_string());
-        if let Some((id, _)) = plan.iter().find(|(id, _)| *id >= m) {
-            return Err(EngineError::Plan(format!(
-                "round {}: no client {id} (there are {m})",
-                ctx.round
-            )));
-        }
         let replies = match self.replay.get_mut(ctx.round).and_then(Option::take) {
             Some(logged) => logged,
             None => {
@@ -371,12 +363,7 @@ where
                             pieces
                         }
                     };
-                    if work.insert(*id, shared).is_some() {
-                        return Err(EngineError::Plan(format!(
-                            "round {}: client {id} planned twice",
-                            ctx.round
-                        )));
-                    }
+                    work.insert(*id, shared);
                 }
                 let replies: RoundReplies = self
                     .collect(ctx.round as u64, work)

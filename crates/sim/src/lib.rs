@@ -13,4 +13,4 @@ pub mod record;
 mod transport;
 
 pub use engine::{EngineError, RoundEvent, run};
-pub use transport::{InProcess, Transport};
+pub use transport::{InProcess, Transport, check_plan};

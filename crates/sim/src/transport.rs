@@ -24,6 +24,28 @@ pub trait Transport<Down, Up> {
     fn num_clients(&self) -> usize;
 }
 
+/// Checks that `plan` is sorted by client id, without repeats, and names only
+/// clients below `m`: what every transport may assume.
+pub fn check_plan<Down>(
+    ctx: &RoundCtx,
+    plan: &[(ClientId, Down)],
+    m: usize,
+) -> Result<(), EngineError> {
+    if let Some(w) = plan.windows(2).find(|w| w[0].0 >= w[1].0) {
+        return Err(EngineError::Plan(format!(
+            "round {}: client {} planned out of order or twice",
+            ctx.round, w[1].0
+        )));
+    }
+    if let Some((id, _)) = plan.iter().find(|(id, _)| *id >= m) {
+        return Err(EngineError::Plan(format!(
+            "round {}: no client {id} (there are {m})",
+            ctx.round
+        )));
+    }
+    Ok(())
+}
+
 /// Clients handled in parallel per chunk and thread: their replies are delivered
 /// before the next chunk starts, so at most this many replies per thread are in
 /// memory at once, and the server's memory does not grow with the client count.
@@ -92,19 +114,7 @@ where
         plan: &[(ClientId, Down)],
         deliver: &mut dyn FnMut(ClientId, Up) -> Result<(), EngineError>,
     ) -> Result<(), EngineError> {
-        let m = self.clients.len();
-        if let Some(w) = plan.windows(2).find(|w| w[0].0 >= w[1].0) {
-            return Err(EngineError::Plan(format!(
-                "round {}: client {} planned out of order or twice",
-                ctx.round, w[1].0
-            )));
-        }
-        if let Some((id, _)) = plan.iter().find(|(id, _)| *id >= m) {
-            return Err(EngineError::Plan(format!(
-                "round {}: no client {id} (there are {m})",
-                ctx.round
-            )));
-        }
+        check_plan(ctx, plan, self.clients.len())?;
         // Pair each planned message with its client's half, in id order.
         let mut work = Vec::with_capacity(plan.len());
         let mut next = plan.iter().peekable();

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use fedcluster_core::ClientEnv;
 use fedcluster_core::params::{all_finite, axpy};
-use fedcluster_models::adam::{AdamConfig, AdamState, Pull, adam_steps, adam_steps_towards};
+use fedcluster_models::adam::{AdamConfig, AdamState, Pull, adam_steps};
 
 use super::checked::{FieldError, at_least_one};
 
@@ -64,19 +64,7 @@ impl LocalTrainer {
         steps: usize,
         env: &mut ClientEnv<'_>,
     ) -> f64 {
-        match self.optimizer {
-            Optimizer::Gd => env.model.train(params, env.data, lr, steps, env.ws),
-            Optimizer::Adam { batch_size } => adam_steps(
-                env.model,
-                params,
-                env.data,
-                AdamConfig::new(lr, batch_size),
-                steps,
-                &mut self.adam,
-                &mut env.rng,
-                env.ws,
-            ),
-        }
+        self.steps(params, None, lr, steps, env)
     }
 
     /// `steps` local steps of size `lr` from `params` on the client's loss plus
@@ -91,10 +79,21 @@ impl LocalTrainer {
         steps: usize,
         env: &mut ClientEnv<'_>,
     ) -> f64 {
-        let pull = Pull { mu, centre };
-        match self.optimizer {
-            Optimizer::Gd => prox_gd_steps(params, pull, lr, steps, env),
-            Optimizer::Adam { batch_size } => adam_steps_towards(
+        self.steps(params, Some(Pull { mu, centre }), lr, steps, env)
+    }
+
+    fn steps(
+        &mut self,
+        params: &mut [f32],
+        pull: Option<Pull<'_>>,
+        lr: f32,
+        steps: usize,
+        env: &mut ClientEnv<'_>,
+    ) -> f64 {
+        match (self.optimizer, pull) {
+            (Optimizer::Gd, None) => env.model.train(params, env.data, lr, steps, env.ws),
+            (Optimizer::Gd, Some(pull)) => prox_gd_steps(params, pull, lr, steps, env),
+            (Optimizer::Adam { batch_size }, pull) => adam_steps(
                 env.model,
                 params,
                 env.data,
@@ -103,7 +102,7 @@ impl LocalTrainer {
                 &mut self.adam,
                 &mut env.rng,
                 env.ws,
-                Some(pull),
+                pull,
             ),
         }
     }
