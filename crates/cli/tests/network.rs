@@ -361,3 +361,47 @@ fn a_coordinator_killed_and_resumed_reaches_the_uninterrupted_result() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_restarted_client_rejoins_and_answers_later_rounds() {
+    let dir = scratch("rejoined");
+    pki(&dir);
+    let cfg = config(&dir, 8, IFCA);
+    let (server_args, client_args) = tls_args(&dir, false);
+    let mut server_args: Vec<&str> = server_args.iter().map(String::as_str).collect();
+    server_args.extend(["--min-clients", "3", "--round-timeout", "1"]);
+    let client_args: Vec<&str> = client_args.iter().map(String::as_str).collect();
+    let (coordinator, addr) = serve(&dir, &cfg, "net", &server_args);
+    let mut crashing = client_args.clone();
+    crashing.extend(["--crash-at-round", "2"]);
+    let mut clients: Vec<Child> = (0..3).map(|i| join(&addr, i, &client_args)).collect();
+    let crashed = wait(join(&addr, 3, &crashing), Duration::from_secs(60));
+    assert!(!crashed.status.success());
+    // The same client, restarted: it registers again and takes part again.
+    clients.push(join(&addr, 3, &client_args));
+    let served = wait(coordinator, Duration::from_secs(120));
+    assert!(
+        served.status.success(),
+        "serve failed: {}",
+        String::from_utf8_lossy(&served.stderr)
+    );
+    let metrics = std::fs::read_to_string(dir.join("net/metrics.csv")).unwrap();
+    let header: Vec<&str> = metrics.lines().next().unwrap().split(',').collect();
+    let col = header.iter().position(|h| *h == "participants").unwrap();
+    let participants: Vec<usize> = metrics
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').nth(col).unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(participants[..2], [4, 4]);
+    assert_eq!(participants.last(), Some(&4), "{participants:?}");
+    for c in clients {
+        let out = wait(c, Duration::from_secs(30));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
