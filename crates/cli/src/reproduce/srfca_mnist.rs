@@ -476,6 +476,9 @@ pub fn reproduce(o: &Options, out: &Path) -> Result<String> {
         );
     }
     let _ = write!(tables, "{}", table4(&runs));
+    if o.rounds.is_none() {
+        tables.push_str(AGAINST_THE_PAPER);
+    }
     std::fs::write(out.join("results.csv"), csv)?;
     let report = format!(
         "# SR-FCA paper, Tables 1, 2 and 4: inverted and rotated MNIST\n\n\
@@ -501,6 +504,33 @@ pub fn reproduce(o: &Options, out: &Path) -> Result<String> {
     std::fs::write(out.join("report.md"), report)?;
     Ok(tables)
 }
+
+/// Where the full runs differ from the paper's tables, and why (measured on
+/// the committed `results/srfca-mnist` run).
+const AGAINST_THE_PAPER: &str = "## Against the paper\n\n\
+- SR-FCA recovers the true clustering without k (2 and 4 clusters, misclustering 0 on \
+every seed) and lands within 2 points of Table 1, above it.\n\
+- Inverted MNIST: inversion x -> 1 - x is affine, so one MLP serves both clusters, and \
+the pooled models (Global; CFL, which does not split; FedSoft; Local-KMeans, whose \
+clusters are mixed) train on twice the data of a cluster model. Here they end above the \
+clustered methods, whereas the paper's Table 1 has Global at 88.61 below SR-FCA. On \
+rotated MNIST, where one model cannot serve all rotations, the clustered methods lead \
+as in the paper (SR-FCA and IFCA, then Local, then Global and CFL), with IFCA below \
+SR-FCA here (next point).\n\
+- Local-KMeans: the paper's 10.56 / 10.35 are chance level, a model that never trained. \
+Ours clusters the weights of independently initialised local MLPs (hidden units can be \
+permuted, so weight distances say little: misclustering 0.46 / 0.95, worse than the \
+paper's 0.36 / 0.28), then trains each, mixed, cluster with FedAvg for the remaining \
+rounds, which a working FedAvg does well.\n\
+- CFL: with ε₁ = 1.0 and ε₂ = 1.6 the split criterion (mean update norm below ε₁ and \
+largest above ε₂) never fires in these runs, so CFL equals Global, as the paper's CFL nearly does (88.30 against 88.61, \
+80.47 against 80.88). Its misclustering with one cluster is not defined here.\n\
+- IFCA from one random initialisation: on rotated MNIST two of its four models each take \
+two rotations (misclustering 0.50), which the paper's IFCA avoided; ONE_SHOT-IFCA, \
+started from ONE_SHOT's clusters, does not.\n\
+- Table 4: each REFINE's TrimmedMeanGD restarts from w₀ for 56 / 42 rounds, so the \
+intermediate accuracies sit 1.3-2.5 points below the paper's; the final training on \
+the merged clusters then passes them.\n\n";
 
 fn rounds_text(o: &Options) -> String {
     let each: Vec<String> = SETTINGS.iter().map(|s| s.rounds(o).to_string()).collect();
