@@ -7,6 +7,7 @@ pub mod bench_mnist;
 pub mod certs;
 pub mod config;
 pub mod experiment;
+pub mod net_commands;
 pub mod network;
 pub mod plot;
 pub mod reproduce;

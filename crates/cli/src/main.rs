@@ -1,6 +1,5 @@
 //! `fedcluster`: run, reproduce and benchmark clustered federated learning.
 
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
@@ -12,11 +11,10 @@ use indicatif::{ProgressBar, ProgressStyle};
 use fedcluster_cli::bench::{BENCHMARKS, BenchOptions, CORE_PEAK_GFLOPS, run_bench};
 use fedcluster_cli::config::{DEFAULT_CONFIG, RunConfig, data_dir_override};
 use fedcluster_cli::experiment::{build_data, execute};
-use fedcluster_cli::network;
 use fedcluster_cli::reproduce::{
     EXPERIMENTS, ifca_success, mixed_regression, mixed_regression_mnist, mnist, srfca_mnist,
 };
-use fedcluster_cli::rundir::{RunDir, write_run};
+use fedcluster_cli::rundir::{RunDir, free_run_dir, write_run};
 use fedcluster_cli::table::{metric, render};
 
 /// mimalloc keeps freed pages for reuse: every round allocates and frees the
@@ -111,104 +109,11 @@ enum Command {
     },
     /// Coordinate a networked run: wait for the config's clients, run the
     /// algorithm's server half round by round, write the run directory.
-    Serve {
-        /// Config file (the same as for `run`).
-        config: PathBuf,
-        /// Address to listen on.
-        #[arg(long, default_value = "0.0.0.0:7878")]
-        listen: SocketAddr,
-        /// Run directory to write (default: the first free runs/<config name>[-N]).
-        #[arg(long)]
-        out: Option<PathBuf>,
-        /// Override a config value, e.g. --set rounds=20.
-        #[arg(long = "set", value_name = "KEY=VALUE")]
-        overrides: Vec<String>,
-        /// Directory of the real data set's files (test data and ground truth).
-        #[arg(long)]
-        data_dir: Option<PathBuf>,
-        /// The coordinator's certificate chain (PEM).
-        #[arg(long, requires = "tls_key")]
-        tls_cert: Option<PathBuf>,
-        /// The coordinator's private key (PEM).
-        #[arg(long, requires = "tls_cert")]
-        tls_key: Option<PathBuf>,
-        /// Demand client certificates signed by this CA (mutual TLS).
-        #[arg(long, requires = "tls_cert")]
-        client_ca: Option<PathBuf>,
-        /// File holding the shared token clients must present (or set FEDCLUSTER_TOKEN).
-        #[arg(long)]
-        token_file: Option<PathBuf>,
-        /// Plaintext, for loopback demos only.
-        #[arg(long, conflicts_with_all = ["tls_cert", "client_ca"])]
-        insecure: bool,
-        /// Seconds to wait for every client to register.
-        #[arg(long, default_value_t = 300.0)]
-        join_timeout: f64,
-        /// Seconds a round waits for replies.
-        #[arg(long, default_value_t = 600.0)]
-        round_timeout: f64,
-        /// Fewest replies a round may complete with (default: every client).
-        #[arg(long)]
-        min_clients: Option<usize>,
-        /// Directory of the checkpoint (every round's replies; default <out>.checkpoint).
-        #[arg(long)]
-        checkpoint: Option<PathBuf>,
-        /// Continue an interrupted run from its checkpoint (same config and --out).
-        #[arg(long)]
-        resume: bool,
-        /// Replace an existing run directory.
-        #[arg(long)]
-        overwrite: bool,
-        /// No progress bar.
-        #[arg(long, short)]
-        quiet: bool,
-    },
+    Serve(fedcluster_cli::net_commands::ServeArgs),
     /// Join a networked run as one client, holding only that client's data.
-    Join {
-        /// The coordinator, host:port.
-        #[arg(long)]
-        server: String,
-        /// Which clients this process holds: partition:ID (the ID-th client of the
-        /// run's data set) or partition:A-B (clients A to B, a connection each).
-        #[arg(long)]
-        data: String,
-        /// Directory of the real data set's files on this machine.
-        #[arg(long)]
-        data_dir: Option<PathBuf>,
-        /// CA certificate that signed the coordinator's (PEM).
-        #[arg(long)]
-        ca: Option<PathBuf>,
-        /// Name on the coordinator's certificate (default: the server's host).
-        #[arg(long, requires = "ca")]
-        domain: Option<String>,
-        /// This client's certificate (PEM), for mutual TLS.
-        #[arg(long, requires_all = ["key", "ca"])]
-        cert: Option<PathBuf>,
-        /// This client's private key (PEM).
-        #[arg(long, requires = "cert")]
-        key: Option<PathBuf>,
-        /// File holding the shared token (or set FEDCLUSTER_TOKEN).
-        #[arg(long)]
-        token_file: Option<PathBuf>,
-        /// Plaintext, for loopback demos only.
-        #[arg(long, conflicts_with = "ca")]
-        insecure: bool,
-        /// Seconds to keep trying to reach the coordinator.
-        #[arg(long, default_value_t = 60.0)]
-        connect_timeout: f64,
-        /// Fault injection (tests): stop answering once round R's message arrives.
-        #[arg(long, hide = true)]
-        crash_at_round: Option<u64>,
-    },
+    Join(fedcluster_cli::net_commands::JoinArgs),
     /// Write a private CA and certificates for a networked run (PEM files).
-    Certs {
-        /// Directory to write ca.pem, ca.key, server.pem, server.key, client.pem, client.key.
-        #[arg(long)]
-        out: PathBuf,
-        /// A name the coordinator is reached by: DNS name or IP address (repeatable).
-        #[arg(long = "server-name", default_values_t = ["localhost".to_string(), "127.0.0.1".to_string()])]
-        server_names: Vec<String>,
-    },
+    Certs(fedcluster_cli::net_commands::CertsArgs),
     /// Time the hot path of an algorithm and report achieved GFLOP/s.
     Bench {
         /// Benchmark name (see `fedcluster list`).
@@ -281,108 +186,9 @@ impl Command {
                     reproduce(&name, trials, full, rounds, out, threads, truth_scale)
                 }
             }
-            Command::Serve {
-                config,
-                listen,
-                out,
-                overrides,
-                data_dir,
-                tls_cert,
-                tls_key,
-                client_ca,
-                token_file,
-                insecure,
-                join_timeout,
-                round_timeout,
-                min_clients,
-                checkpoint,
-                resume,
-                overwrite,
-                quiet,
-            } => {
-                let mut overrides = overrides;
-                overrides.extend(data_dir.as_deref().map(data_dir_override));
-                let tls = match (tls_cert, tls_key) {
-                    (Some(cert), Some(key)) => {
-                        Some(network::server_tls(&cert, &key, client_ca.as_deref())?)
-                    }
-                    _ if insecure => {
-                        network::check_insecure(&listen.to_string(), listen.ip().is_loopback())?;
-                        None
-                    }
-                    _ => anyhow::bail!(
-                        "serve needs --tls-cert and --tls-key (or --insecure on a loopback address)"
-                    ),
-                };
-                let options = network::ServeOptions {
-                    listen,
-                    tls,
-                    token: token(token_file.as_deref())?,
-                    join_timeout: seconds("--join-timeout", join_timeout)?,
-                    round_timeout: seconds("--round-timeout", round_timeout)?,
-                    min_clients,
-                    checkpoint: checkpoint.unwrap_or_default(),
-                    resume,
-                };
-                serve(&config, out, overrides, options, overwrite, quiet)
-            }
-            Command::Join {
-                server,
-                data,
-                data_dir,
-                ca,
-                domain,
-                cert,
-                key,
-                token_file,
-                insecure,
-                connect_timeout,
-                crash_at_round,
-            } => {
-                let ids = network::parse_data_spec(&data)?;
-                let tls = match ca {
-                    Some(ca) => Some(network::client_tls(&ca, domain, cert.zip(key))?),
-                    None if insecure => {
-                        let host = server.rsplit_once(':').map_or(server.as_str(), |(h, _)| h);
-                        let loopback = host == "localhost"
-                            || host
-                                .trim_matches(|c| c == '[' || c == ']')
-                                .parse::<std::net::IpAddr>()
-                                .is_ok_and(|ip| ip.is_loopback());
-                        network::check_insecure(&server, loopback)?;
-                        None
-                    }
-                    None => anyhow::bail!(
-                        "join needs --ca (the CA that signed the coordinator's certificate), or --insecure for a loopback server"
-                    ),
-                };
-                let options = fedcluster_net::JoinOptions {
-                    server,
-                    tls,
-                    token: token(token_file.as_deref())?,
-                    client_id: ids[0],
-                    connect_timeout: seconds("--connect-timeout", connect_timeout)?,
-                    crash_at_round,
-                };
-                for (id, stats) in network::join(&options, &ids, data_dir.as_deref())? {
-                    eprintln!(
-                        "client {id}: {} rounds, {:.1} MB down, {:.1} MB up",
-                        stats.rounds,
-                        stats.bytes_down as f64 / 1e6,
-                        stats.bytes_up as f64 / 1e6
-                    );
-                }
-                Ok(())
-            }
-            Command::Certs { out, server_names } => {
-                fedcluster_cli::certs::generate(&out, &server_names)?;
-                println!(
-                    "wrote {} into {} (keep ca.key, server.key and client.key private)",
-                    fedcluster_cli::certs::FILES.join(", "),
-                    out.display()
-                );
-                Ok(())
-            }
+            Command::Serve(args) => fedcluster_cli::net_commands::serve(args),
+            Command::Join(args) => fedcluster_cli::net_commands::join(args),
+            Command::Certs(args) => fedcluster_cli::net_commands::certs(args),
             Command::Bench {
                 name,
                 rounds,
@@ -402,129 +208,6 @@ impl Command {
             }
         }
     }
-}
-
-/// The shared token: from `--token-file`, else `FEDCLUSTER_TOKEN`, else none.
-fn token(file: Option<&std::path::Path>) -> Result<Option<String>> {
-    match file {
-        Some(f) => {
-            let t = std::fs::read_to_string(f)
-                .with_context(|| format!("cannot read token file {}", f.display()))?;
-            let t = t.trim().to_string();
-            anyhow::ensure!(!t.is_empty(), "token file {} is empty", f.display());
-            Ok(Some(t))
-        }
-        None => Ok(std::env::var("FEDCLUSTER_TOKEN")
-            .ok()
-            .filter(|t| !t.is_empty())),
-    }
-}
-
-/// A positive number of seconds.
-fn seconds(flag: &str, s: f64) -> Result<std::time::Duration> {
-    anyhow::ensure!(
-        s.is_finite() && s > 0.0,
-        "{flag} must be a positive number of seconds, got {s}"
-    );
-    Ok(std::time::Duration::from_secs_f64(s))
-}
-
-/// `fedcluster serve`: the coordinator of a networked run.
-fn serve(
-    path: &std::path::Path,
-    out: Option<PathBuf>,
-    overrides: Vec<String>,
-    mut options: network::ServeOptions,
-    overwrite: bool,
-    quiet: bool,
-) -> Result<()> {
-    let config = RunConfig::load(path, &overrides)?;
-    let stem = path
-        .file_stem()
-        .map_or("run".into(), |s| s.to_string_lossy().into_owned());
-    let out = match out {
-        Some(o) => o,
-        None if options.resume => {
-            anyhow::bail!("--resume needs the --out of the interrupted run")
-        }
-        None => free_run_dir(&stem),
-    };
-    if options.checkpoint.as_os_str().is_empty() {
-        let mut dir = out.as_os_str().to_owned();
-        dir.push(".checkpoint");
-        options.checkpoint = PathBuf::from(dir);
-    }
-    let options = &options;
-    RunDir::check_target(&out, overwrite)?;
-    let dir = RunDir::create(&out, overwrite)?;
-    let bar = if quiet {
-        ProgressBar::hidden()
-    } else {
-        ProgressBar::new(config.rounds as u64)
-    };
-    bar.set_style(
-        ProgressStyle::with_template("{bar:40} round {pos}/{len} {msg} [{elapsed_precise}]")
-            .expect("template"),
-    );
-    let result = network::serve(
-        &config,
-        options,
-        &mut |addr| {
-            // Scripts (and the tests) read this line to find the port.
-            println!("listening on {addr}");
-            use std::io::Write as _;
-            let _ = std::io::stdout().flush();
-        },
-        &mut |p| {
-            bar.set_position(p.round as u64 + 1);
-            if let Some(l) = p.train_loss {
-                bar.set_message(format!("train loss {l:.4}"));
-            }
-        },
-    )
-    .and_then(|(outcome, stats)| Ok((write_run(&dir, &config, &outcome)?, stats)));
-    bar.finish_and_clear();
-    let (summary, stats) = match result {
-        Ok(s) => s,
-        Err(e) => {
-            let partial = dir.fail(&e);
-            return Err(e.context(format!("incomplete run left in {}", partial.display())));
-        }
-    };
-    let written = dir.finish()?;
-    // The run is safely written: its checkpoint is no longer needed.
-    std::fs::remove_dir_all(&options.checkpoint).with_context(|| {
-        format!(
-            "cannot remove the checkpoint {}",
-            options.checkpoint.display()
-        )
-    })?;
-    println!(
-        "{} rounds in {:.1} s; {:.1} MB down, {:.1} MB up on the wire; {} replies rejected, {} dropped",
-        summary.rounds,
-        summary.seconds_per_round * summary.rounds as f64,
-        stats.bytes_down as f64 / 1e6,
-        stats.bytes_up as f64 / 1e6,
-        stats.rejected,
-        stats.dropped
-    );
-    println!("run written to {}", written.display());
-    Ok(())
-}
-
-/// The first free `runs/<stem>[-N]`.
-fn free_run_dir(stem: &str) -> PathBuf {
-    let base = PathBuf::from("runs").join(stem);
-    (1..)
-        .map(|i| {
-            if i == 1 {
-                base.clone()
-            } else {
-                PathBuf::from(format!("{}-{i}", base.display()))
-            }
-        })
-        .find(|p| !p.exists())
-        .expect("an unused name")
 }
 
 fn run(

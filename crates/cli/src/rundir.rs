@@ -170,6 +170,21 @@ pub fn metrics_csv<'a>(
     out
 }
 
+/// The first free `runs/<stem>[-N]`.
+pub fn free_run_dir(stem: &str) -> PathBuf {
+    let base = PathBuf::from("runs").join(stem);
+    (1..)
+        .map(|i| {
+            if i == 1 {
+                base.clone()
+            } else {
+                PathBuf::from(format!("{}-{i}", base.display()))
+            }
+        })
+        .find(|p| !p.exists())
+        .expect("an unused name")
+}
+
 /// A run directory being written.
 pub struct RunDir {
     target: PathBuf,
