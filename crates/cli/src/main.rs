@@ -6,11 +6,10 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
-use indicatif::{ProgressBar, ProgressStyle};
 
 use fedcluster_cli::bench::{BENCHMARKS, BenchOptions, CORE_PEAK_GFLOPS, run_bench};
 use fedcluster_cli::config::{DEFAULT_CONFIG, RunConfig, data_dir_override};
-use fedcluster_cli::experiment::{build_data, execute};
+use fedcluster_cli::experiment::{build_data, execute, round_bar, show_progress};
 use fedcluster_cli::reproduce::{
     EXPERIMENTS, ifca_success, mixed_regression, mixed_regression_mnist, mnist, srfca_mnist,
 };
@@ -239,21 +238,8 @@ fn run(
     let data = build_data(&config)?;
     let dir = RunDir::create(&out, overwrite)?;
     let result = (|| {
-        let bar = if quiet {
-            ProgressBar::hidden()
-        } else {
-            ProgressBar::new(config.rounds as u64)
-        };
-        bar.set_style(
-            ProgressStyle::with_template("{bar:40} round {pos}/{len} {msg} [{elapsed_precise}]")
-                .expect("template"),
-        );
-        let outcome = execute(&config, &data, &mut |p| {
-            bar.set_position(p.round as u64 + 1);
-            if let Some(l) = p.train_loss {
-                bar.set_message(format!("train loss {l:.4}"));
-            }
-        })?;
+        let bar = round_bar(config.rounds, quiet);
+        let outcome = execute(&config, &data, &mut |p| show_progress(&bar, p))?;
         bar.finish_and_clear();
         write_run(&dir, &config, &outcome)
     })();

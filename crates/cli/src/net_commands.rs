@@ -4,9 +4,9 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
-use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::config::{RunConfig, data_dir_override};
+use crate::experiment::{round_bar, show_progress};
 use crate::network;
 use crate::rundir::{RunDir, free_run_dir, write_run};
 
@@ -276,15 +276,7 @@ fn serve_run(
     let options = &options;
     RunDir::check_target(&out, overwrite)?;
     let dir = RunDir::create(&out, overwrite)?;
-    let bar = if quiet {
-        ProgressBar::hidden()
-    } else {
-        ProgressBar::new(config.rounds as u64)
-    };
-    bar.set_style(
-        ProgressStyle::with_template("{bar:40} round {pos}/{len} {msg} [{elapsed_precise}]")
-            .expect("template"),
-    );
+    let bar = round_bar(config.rounds, quiet);
     let result = network::serve(
         &config,
         options,
@@ -294,12 +286,7 @@ fn serve_run(
             use std::io::Write as _;
             let _ = std::io::stdout().flush();
         },
-        &mut |p| {
-            bar.set_position(p.round as u64 + 1);
-            if let Some(l) = p.train_loss {
-                bar.set_message(format!("train loss {l:.4}"));
-            }
-        },
+        &mut |p| show_progress(&bar, p),
     )
     .and_then(|(outcome, stats)| Ok((write_run(&dir, &config, &outcome)?, stats)));
     bar.finish_and_clear();

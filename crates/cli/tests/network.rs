@@ -122,6 +122,18 @@ fn wait(mut child: Child, limit: Duration) -> Output {
     );
 }
 
+/// The `participants` column of a metrics.csv.
+fn participants(metrics: &Path) -> Vec<usize> {
+    let metrics = std::fs::read_to_string(metrics).unwrap();
+    let header: Vec<&str> = metrics.lines().next().unwrap().split(',').collect();
+    let col = header.iter().position(|h| *h == "participants").unwrap();
+    metrics
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').nth(col).unwrap().parse().unwrap())
+        .collect()
+}
+
 fn in_process(dir: &Path, cfg: &Path) -> String {
     let out = dir.join("local");
     let status = Command::new(BIN)
@@ -287,14 +299,7 @@ fn a_client_killed_mid_round_is_dropped_and_the_run_completes() {
     );
     // Rounds 2, 3 and 4 went on without client 3.
     assert!(stdout.contains("3 dropped"), "{stdout}");
-    let metrics = std::fs::read_to_string(dir.join("net/metrics.csv")).unwrap();
-    let header: Vec<&str> = metrics.lines().next().unwrap().split(',').collect();
-    let col = header.iter().position(|h| *h == "participants").unwrap();
-    let participants: Vec<usize> = metrics
-        .lines()
-        .skip(1)
-        .map(|l| l.split(',').nth(col).unwrap().parse().unwrap())
-        .collect();
+    let participants = participants(&dir.join("net/metrics.csv"));
     assert_eq!(participants, [4, 4, 3, 3, 3]);
     for c in clients {
         let _ = wait(c, Duration::from_secs(30));
@@ -385,14 +390,7 @@ fn a_restarted_client_rejoins_and_answers_later_rounds() {
         "serve failed: {}",
         String::from_utf8_lossy(&served.stderr)
     );
-    let metrics = std::fs::read_to_string(dir.join("net/metrics.csv")).unwrap();
-    let header: Vec<&str> = metrics.lines().next().unwrap().split(',').collect();
-    let col = header.iter().position(|h| *h == "participants").unwrap();
-    let participants: Vec<usize> = metrics
-        .lines()
-        .skip(1)
-        .map(|l| l.split(',').nth(col).unwrap().parse().unwrap())
-        .collect();
+    let participants = participants(&dir.join("net/metrics.csv"));
     assert_eq!(participants[..2], [4, 4]);
     assert_eq!(participants.last(), Some(&4), "{participants:?}");
     for c in clients {
