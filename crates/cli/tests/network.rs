@@ -275,16 +275,24 @@ fn clients_without_the_token_or_certificate_are_refused() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-#[test]
-fn a_client_killed_mid_round_is_dropped_and_the_run_completes() {
-    let dir = scratch("killed");
+/// A TLS coordinator of `rounds` IFCA rounds that completes a round with 3 of
+/// its 4 clients after 1 s; returns its directory, process, address and the
+/// clients' arguments.
+fn tolerant_run(name: &str, rounds: usize) -> (PathBuf, Child, String, Vec<String>) {
+    let dir = scratch(name);
     pki(&dir);
-    let cfg = config(&dir, 5, IFCA);
+    let cfg = config(&dir, rounds, IFCA);
     let (server_args, client_args) = tls_args(&dir, false);
     let mut server_args: Vec<&str> = server_args.iter().map(String::as_str).collect();
     server_args.extend(["--min-clients", "3", "--round-timeout", "1"]);
-    let client_args: Vec<&str> = client_args.iter().map(String::as_str).collect();
     let (coordinator, addr) = serve(&dir, &cfg, "net", &server_args);
+    (dir, coordinator, addr, client_args)
+}
+
+#[test]
+fn a_client_killed_mid_round_is_dropped_and_the_run_completes() {
+    let (dir, coordinator, addr, client_args) = tolerant_run("killed", 5);
+    let client_args: Vec<&str> = client_args.iter().map(String::as_str).collect();
     let mut crashing = client_args.clone();
     crashing.extend(["--crash-at-round", "2"]);
     let clients: Vec<Child> = (0..4)
@@ -369,14 +377,8 @@ fn a_coordinator_killed_and_resumed_reaches_the_uninterrupted_result() {
 
 #[test]
 fn a_restarted_client_rejoins_and_answers_later_rounds() {
-    let dir = scratch("rejoined");
-    pki(&dir);
-    let cfg = config(&dir, 8, IFCA);
-    let (server_args, client_args) = tls_args(&dir, false);
-    let mut server_args: Vec<&str> = server_args.iter().map(String::as_str).collect();
-    server_args.extend(["--min-clients", "3", "--round-timeout", "1"]);
+    let (dir, coordinator, addr, client_args) = tolerant_run("rejoined", 8);
     let client_args: Vec<&str> = client_args.iter().map(String::as_str).collect();
-    let (coordinator, addr) = serve(&dir, &cfg, "net", &server_args);
     let mut crashing = client_args.clone();
     crashing.extend(["--crash-at-round", "2"]);
     let mut clients: Vec<Child> = (0..3).map(|i| join(&addr, i, &client_args)).collect();
