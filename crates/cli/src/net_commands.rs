@@ -180,13 +180,7 @@ pub fn join(args: JoinArgs) -> Result<()> {
     let tls = match ca {
         Some(ca) => Some(network::client_tls(&ca, domain, cert.zip(key))?),
         None if insecure => {
-            let host = server.rsplit_once(':').map_or(server.as_str(), |(h, _)| h);
-            let loopback = host == "localhost"
-                || host
-                    .trim_matches(|c| c == '[' || c == ']')
-                    .parse::<std::net::IpAddr>()
-                    .is_ok_and(|ip| ip.is_loopback());
-            network::check_insecure(&server, loopback)?;
+            network::check_insecure(&server, fedcluster_net::client::is_loopback(&server))?;
             None
         }
         None => anyhow::bail!(

@@ -105,12 +105,7 @@ pub fn serve(
         progress,
     };
     let outcome = with_halves(config, &data, model.as_ref(), &mut run)?;
-    let stats = run_finish(run);
-    Ok((outcome, stats))
-}
-
-fn run_finish(run: CoordinatorRun<'_, '_>) -> NetStats {
-    run.coordinator.finish(Duration::from_millis(1500))
+    Ok((outcome, run.coordinator.finish(Duration::from_millis(1500))))
 }
 
 struct CoordinatorRun<'a, 'p> {

@@ -122,6 +122,23 @@ fn wait(mut child: Child, limit: Duration) -> Output {
     );
 }
 
+/// Asserts that the coordinator and every client exited successfully.
+fn all_succeeded(served: &Output, clients: Vec<Child>) {
+    assert!(
+        served.status.success(),
+        "serve failed: {}",
+        String::from_utf8_lossy(&served.stderr)
+    );
+    for c in clients {
+        let out = wait(c, Duration::from_secs(30));
+        assert!(
+            out.status.success(),
+            "join failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
 /// The `participants` column of a metrics.csv.
 fn participants(metrics: &Path) -> Vec<usize> {
     let metrics = std::fs::read_to_string(metrics).unwrap();
@@ -187,19 +204,7 @@ fn networked_run_matches(name: &str, algorithm: &str, mutual: bool) {
     let (coordinator, addr) = serve(&dir, &cfg, "net", &server_args);
     let clients: Vec<Child> = (0..4).map(|i| join(&addr, i, &client_args)).collect();
     let served = wait(coordinator, Duration::from_secs(120));
-    assert!(
-        served.status.success(),
-        "serve failed: {}",
-        String::from_utf8_lossy(&served.stderr)
-    );
-    for c in clients {
-        let out = wait(c, Duration::from_secs(30));
-        assert!(
-            out.status.success(),
-            "join failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
+    all_succeeded(&served, clients);
     let networked = std::fs::read_to_string(dir.join("net/metrics.csv")).unwrap();
     assert_eq!(networked, in_process(&dir, &cfg), "metrics.csv differs");
     let _ = std::fs::remove_dir_all(&dir);
@@ -352,20 +357,8 @@ fn a_coordinator_killed_and_resumed_reaches_the_uninterrupted_result() {
     resume_args.push("--resume");
     let (second, _) = serve_on(&listen, &dir, &cfg, "net", &resume_args);
     let served = wait(second, Duration::from_secs(120));
-    assert!(
-        served.status.success(),
-        "resumed serve failed: {}",
-        String::from_utf8_lossy(&served.stderr)
-    );
+    all_succeeded(&served, clients);
     assert!(String::from_utf8_lossy(&served.stderr).contains("replaying"));
-    for c in clients {
-        let out = wait(c, Duration::from_secs(30));
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
     let networked = std::fs::read_to_string(dir.join("net/metrics.csv")).unwrap();
     assert_eq!(networked, in_process(&dir, &cfg), "metrics.csv differs");
     assert!(

@@ -78,9 +78,11 @@ impl Session {
             .enable_all()
             .build()
             .map_err(|e| NetError::Io(format!("runtime: {e}")))?;
-        let (host, scheme) = match &options.tls {
-            Some(_) => (host_of(&options.server), "https"),
-            None => (host_of(&options.server), "http"),
+        let host = host_of(&options.server);
+        let scheme = if options.tls.is_some() {
+            "https"
+        } else {
+            "http"
         };
         let mut endpoint = Endpoint::from_shared(format!("{scheme}://{}", options.server))
             .map_err(|e| NetError::Config(format!("server address `{}`: {e}", options.server)))?
@@ -157,10 +159,10 @@ impl Session {
                     "stopped at round {round} (injected crash)"
                 )));
             }
-            let bytes = match &self.last {
-                // A restarted coordinator asks again: the same reply, not a
-                // second step of the client's state.
-                Some((answered, bytes)) if *answered == round => bytes.clone(),
+            // A restarted coordinator asking again gets the same reply, not a
+            // second step of the client's state.
+            let (answered, bytes) = match self.last.take() {
+                Some((answered, bytes)) if answered == round => (answered, bytes),
                 _ => {
                     let msg: C::Down = codec::decode(&payload)?;
                     let ctx = RoundCtx {
@@ -178,25 +180,27 @@ impl Session {
                     let up = client
                         .handle(&ctx, &msg, &mut env)
                         .map_err(|e| NetError::Algorithm(format!("round {round}: {e}")))?;
-                    let bytes = codec::encode(&up)?;
-                    self.last = Some((round, bytes.clone()));
                     stats.rounds += 1;
-                    bytes
+                    (round, codec::encode(&up)?)
                 }
             };
-            loop {
+            let pushed = loop {
                 match self.push(round, &bytes, &mut stats) {
-                    Ok(()) => break,
-                    Err(e) if recoverable(&e) => {
-                        self.rejoin()?;
-                        heartbeat.abort();
-                        heartbeat = self.spawn_heartbeat();
-                    }
-                    Err(e) => {
-                        heartbeat.abort();
-                        return Err(e);
-                    }
+                    Ok(()) => break Ok(()),
+                    Err(e) if recoverable(&e) => match self.rejoin() {
+                        Ok(()) => {
+                            heartbeat.abort();
+                            heartbeat = self.spawn_heartbeat();
+                        }
+                        Err(e) => break Err(e),
+                    },
+                    Err(e) => break Err(e),
                 }
+            };
+            self.last = Some((answered, bytes));
+            if let Err(e) = pushed {
+                heartbeat.abort();
+                return Err(e);
             }
             // The coordinator hands out no round this client has answered,
             // unless it restarted and needs the reply again.
@@ -305,6 +309,15 @@ impl Session {
             }
         })
     }
+}
+
+/// Whether `host:port` names this machine (`localhost` or a loopback IP).
+pub fn is_loopback(server: &str) -> bool {
+    let host = host_of(server);
+    host == "localhost"
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
 }
 
 /// The host part of `host:port` (brackets of an IPv6 literal removed).

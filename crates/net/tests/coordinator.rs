@@ -152,6 +152,11 @@ async fn push(rpc: &mut Rpc, session: &str, piece: Chunk) -> (bool, String) {
     (r.accepted, r.reason)
 }
 
+/// `values` as a one-chunk reply.
+fn reply_chunk(values: Vec<f32>) -> Chunk {
+    chunk(&codec::encode(&Vector(values)).unwrap(), 0).unwrap()
+}
+
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -177,20 +182,20 @@ fn tampered_chunks_nan_and_malformed_replies_are_rejected_and_never_delivered() 
         assert_eq!(pull(&mut rpc, &s1).await, Vector(vec![2.0; 3]));
         assert_eq!(pull(&mut rpc, &s2).await, Vector(vec![3.0; 3]));
         // Client 2: a reply of the wrong length.
-        let short = chunk(&codec::encode(&Vector(vec![1.0; 2])).unwrap(), 0).unwrap();
+        let short = reply_chunk(vec![1.0; 2]);
         assert!(push(&mut rpc, &s2, short).await.0);
         // Client 0: a chunk whose bytes changed after hashing.
-        let mut tampered = chunk(&codec::encode(&Vector(vec![5.0; 3])).unwrap(), 0).unwrap();
+        let mut tampered = reply_chunk(vec![5.0; 3]);
         let mut data = tampered.data.to_vec();
         data[0] ^= 0xff;
         tampered.data = data.into();
         let (accepted, reason) = push(&mut rpc, &s0, tampered).await;
         assert!(!accepted && reason.contains("SHA-256"), "{reason}");
         // Client 1: a well-formed reply holding NaN.
-        let nan = chunk(&codec::encode(&Vector(vec![f32::NAN; 3])).unwrap(), 0).unwrap();
+        let nan = reply_chunk(vec![f32::NAN; 3]);
         assert!(push(&mut rpc, &s1, nan).await.0);
         // Client 0 then sends its real reply.
-        let good = chunk(&codec::encode(&Vector(vec![5.0; 3])).unwrap(), 0).unwrap();
+        let good = reply_chunk(vec![5.0; 3]);
         assert!(push(&mut rpc, &s0, good).await.0);
     });
     let (delivered, stats) = done.recv_timeout(Duration::from_secs(30)).unwrap();
@@ -210,7 +215,7 @@ fn a_silent_client_is_dropped_and_the_round_completes_with_min_clients() {
         let mut rpc = connect(addr, Some(TOKEN)).await;
         let (s0, _s1) = (register(&mut rpc, 0).await, register(&mut rpc, 1).await);
         pull(&mut rpc, &s0).await;
-        let reply = chunk(&codec::encode(&Vector(vec![3.0])).unwrap(), 0).unwrap();
+        let reply = reply_chunk(vec![3.0]);
         assert!(push(&mut rpc, &s0, reply).await.0);
     });
     let (delivered, stats) = done.recv_timeout(Duration::from_secs(30)).unwrap();
