@@ -2,12 +2,16 @@
 //! half and a client half exchanging typed messages (see
 //! [`fedcluster_core::federation`]).
 //!
-//! One directory per algorithm, each starting with its paper and round protocol:
+//! One directory per algorithm, each starting with its paper and round
+//! protocol and implementing [`table::Algorithm`] (its config and the
+//! construction of its halves). The algorithm table below is the one list of
+//! algorithms: it declares their modules and the closed [`AlgorithmConfig`]
+//! enum, from which names, validation and dispatch derive.
 //! - [`ifca`]: IFCA, gradient and model averaging, partial participation,
 //!   restarts, stable-identity saving (Ghosh et al. 2022, Algorithm 2);
 //! - [`cflmgd`]: CFL-MGD, IFCA with Polyak momentum (Zhao et al., Algorithm 1);
 //! - [`oneshot`]: local ERM + k-means + FedAvg (Ghosh et al. 2022, Algorithm 1);
-//! - [`fedavg`]: FedAvg over a fixed assignment (the global-model baseline);
+//! - [`global`]: one global model trained with FedAvg;
 //! - [`oracle`]: FedAvg inside the true clusters;
 //! - [`local`]: every client alone;
 //! - [`twophase`]: federated moment descent on anchor clients, then FedAvg or
@@ -15,24 +19,36 @@
 //! - [`fedprox`]: FedProx, one global model with proximal local solves;
 //! - [`srfca`]: SR-FCA, threshold-graph clustering refined without knowing k
 //!   (and ONE_SHOT-IFCA);
+//! - [`local_kmeans`]: Local-KMeans, one-shot clustering under the SR-FCA
+//!   paper's baseline name;
 //! - [`cfl`]: CFL of Sattler et al., recursive bi-partitioning;
 //! - [`fedsoft`]: FedSoft, soft clustering with proximal local updates.
 //!
-//! Shared mechanics live in [`common`]. Algorithms do no IO.
+//! Shared mechanics live in [`common`] and [`fedavg`] (FedAvg over a fixed
+//! assignment, the last stage of several algorithms). Algorithms do no IO.
 
-pub mod cfl;
-pub mod cflmgd;
 pub mod common;
 pub mod fedavg;
-pub mod fedprox;
-pub mod fedsoft;
-pub mod ifca;
-pub mod local;
-pub mod oneshot;
-pub mod oracle;
-pub mod srfca;
-pub mod twophase;
+pub mod table;
+
+use table::algorithm_table;
+
+algorithm_table! {
+    Ifca = "ifca" in ifca::Ifca,
+    Cflmgd = "cflmgd" in cflmgd::CflMgd,
+    Oneshot = "oneshot" in oneshot::OneShot,
+    Global = "global" in global::Global,
+    Oracle = "oracle" in oracle::Oracle,
+    Local = "local" in local::Local,
+    Twophase = "twophase" in twophase::TwoPhase,
+    Fedprox = "fedprox" in fedprox::FedProx,
+    Srfca = "srfca" in srfca::SrFca,
+    LocalKmeans = "local-kmeans" in local_kmeans::LocalKMeans,
+    Cfl = "cfl" in cfl::Cfl,
+    Fedsoft = "fedsoft" in fedsoft::FedSoft,
+}
 
 pub use common::aggregate::Aggregation;
 pub use common::checked::{Checked, FieldError, Validate};
 pub use common::init::InitScheme;
+pub use table::{Algorithm, Setup, TrueClusters, Visit, VisitType};

@@ -6,10 +6,8 @@ use std::path::Path;
 use anyhow::{Context, Result, anyhow, bail};
 use serde::{Deserialize, Serialize};
 
-use fedcluster_algorithms::{
-    Checked, FieldError, cfl, cflmgd, fedavg, fedprox, fedsoft, ifca, local, oneshot, srfca,
-    twophase,
-};
+pub use fedcluster_algorithms::AlgorithmConfig;
+use fedcluster_algorithms::{Algorithm, FieldError, VisitType};
 
 /// A whole experiment.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -120,57 +118,6 @@ fn default_dense() -> usize {
     512
 }
 
-/// Algorithms, chosen by `name`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(tag = "name", rename_all = "kebab-case", deny_unknown_fields)]
-pub enum AlgorithmConfig {
-    /// IFCA (Ghosh et al. 2022, Algorithm 2).
-    Ifca(ifca::Config),
-    /// CFL-MGD: IFCA with Polyak momentum (`clusters = 1`: FedAvg with momentum).
-    Cflmgd(cflmgd::Config),
-    /// One-shot clustering (Ghosh et al. 2022, Algorithm 1).
-    Oneshot(oneshot::Config),
-    /// One global model trained with FedAvg.
-    Global(fedavg::Config),
-    /// FedAvg inside the true clusters.
-    Oracle(fedavg::Config),
-    /// Every client trains alone.
-    Local(local::Config),
-    /// The two-phase method of Su, Xu, Yang (also their IFCA and oracle).
-    Twophase(twophase::Config),
-    /// FedProx: one global model, proximal local solves.
-    Fedprox(fedprox::Config),
-    /// SR-FCA: threshold-graph clustering refined by trimmed-mean training.
-    Srfca(srfca::Config),
-    /// Local-KMeans (Ghosh et al. 2019, as the SR-FCA paper names it): the
-    /// one-shot clustering of `oneshot` under its baseline name.
-    LocalKmeans(oneshot::Config),
-    /// CFL of Sattler et al.: recursive bi-partitioning by update similarity.
-    Cfl(cfl::Config),
-    /// FedSoft: soft clustering with proximal local updates.
-    Fedsoft(fedsoft::Config),
-}
-
-impl AlgorithmConfig {
-    /// The `name` of the algorithm as written in configs.
-    pub fn name(&self) -> &'static str {
-        match self {
-            AlgorithmConfig::Ifca(_) => "ifca",
-            AlgorithmConfig::Cflmgd(_) => "cflmgd",
-            AlgorithmConfig::Oneshot(_) => "oneshot",
-            AlgorithmConfig::Global(_) => "global",
-            AlgorithmConfig::Oracle(_) => "oracle",
-            AlgorithmConfig::Local(_) => "local",
-            AlgorithmConfig::Twophase(_) => "twophase",
-            AlgorithmConfig::Fedprox(_) => "fedprox",
-            AlgorithmConfig::Srfca(_) => "srfca",
-            AlgorithmConfig::LocalKmeans(_) => "local-kmeans",
-            AlgorithmConfig::Cfl(_) => "cfl",
-            AlgorithmConfig::Fedsoft(_) => "fedsoft",
-        }
-    }
-}
-
 /// The embedded default experiment: IFCA on the IFCA paper's synthetic mixture.
 pub const DEFAULT_CONFIG: &str = include_str!("../../../configs/ifca-synthetic.toml");
 
@@ -239,77 +186,14 @@ impl RunConfig {
             }
             other => FieldError::new("data", other.to_string()),
         })?;
-        self.checked_algorithm()
-            .map(|_| ())
-            .map_err(|e| e.within("algorithm"))
+        self.algorithm.validate().map_err(|e| e.within("algorithm"))
     }
-
-    /// Validates the algorithm's parameters on their own.
-    pub fn checked_algorithm(&self) -> Result<CheckedAlgorithm, FieldError> {
-        Ok(match &self.algorithm {
-            AlgorithmConfig::Ifca(c) => CheckedAlgorithm::Ifca(Checked::new(c.clone())?),
-            AlgorithmConfig::Cflmgd(c) => {
-                Checked::new(c.clone())?;
-                CheckedAlgorithm::Ifca(Checked::new(c.ifca())?)
-            }
-            AlgorithmConfig::Oneshot(c) | AlgorithmConfig::LocalKmeans(c) => {
-                CheckedAlgorithm::Oneshot(Checked::new(c.clone())?)
-            }
-            AlgorithmConfig::Global(c) => CheckedAlgorithm::Global(Checked::new(c.clone())?),
-            AlgorithmConfig::Oracle(c) => CheckedAlgorithm::Oracle(Checked::new(c.clone())?),
-            AlgorithmConfig::Local(c) => CheckedAlgorithm::Local(Checked::new(c.clone())?),
-            AlgorithmConfig::Twophase(c) => CheckedAlgorithm::Twophase(Checked::new(c.clone())?),
-            AlgorithmConfig::Fedprox(c) => {
-                Checked::new(c.clone())?;
-                CheckedAlgorithm::Twophase(Checked::new(c.two_phase())?)
-            }
-            AlgorithmConfig::Srfca(c) => CheckedAlgorithm::Srfca(Checked::new(c.clone())?),
-            AlgorithmConfig::Cfl(c) => CheckedAlgorithm::Cfl(Checked::new(c.clone())?),
-            AlgorithmConfig::Fedsoft(c) => CheckedAlgorithm::Fedsoft(Checked::new(c.clone())?),
-        })
-    }
-}
-
-/// An algorithm config that passed validation.
-#[derive(Debug, Clone)]
-pub enum CheckedAlgorithm {
-    /// IFCA.
-    Ifca(Checked<ifca::Config>),
-    /// One-shot clustering.
-    Oneshot(Checked<oneshot::Config>),
-    /// Global FedAvg.
-    Global(Checked<fedavg::Config>),
-    /// Oracle clustering.
-    Oracle(Checked<fedavg::Config>),
-    /// Local training.
-    Local(Checked<local::Config>),
-    /// The two-phase method, or its Phase 2 alone (IFCA, oracle, FedProx).
-    Twophase(Checked<twophase::Config>),
-    /// SR-FCA.
-    Srfca(Checked<srfca::Config>),
-    /// CFL (Sattler et al.).
-    Cfl(Checked<cfl::Config>),
-    /// FedSoft.
-    Fedsoft(Checked<fedsoft::Config>),
 }
 
 /// Serde loses the field path inside internally tagged enums (`[data]` by
 /// `kind`, `[algorithm]` by `name`); this re-reads such a section as its variant's
 /// struct to find the exact field of the first error.
 fn tagged_section_error(table: &toml::Table) -> Option<(String, String)> {
-    fn probe<T: serde::de::DeserializeOwned>(
-        section: &str,
-        body: toml::Table,
-    ) -> Option<(String, String)> {
-        serde_path_to_error::deserialize::<_, T>(toml::Value::Table(body))
-            .err()
-            .map(|e| {
-                (
-                    format!("{section}.{}", e.path()),
-                    one_line(&e.inner().to_string()),
-                )
-            })
-    }
     let body = |section: &str, tag: &str| -> Option<(toml::Table, String)> {
         let mut t = table.get(section)?.as_table()?.clone();
         let name = t.remove(tag)?.as_str()?.to_string();
@@ -330,19 +214,32 @@ fn tagged_section_error(table: &toml::Table) -> Option<(String, String)> {
         }
     }
     let (t, name) = body("algorithm", "name")?;
-    match name.as_str() {
-        "ifca" => probe::<ifca::Config>("algorithm", t),
-        "cflmgd" => probe::<cflmgd::Config>("algorithm", t),
-        "oneshot" | "local-kmeans" => probe::<oneshot::Config>("algorithm", t),
-        "global" | "oracle" => probe::<fedavg::Config>("algorithm", t),
-        "local" => probe::<local::Config>("algorithm", t),
-        "twophase" => probe::<twophase::Config>("algorithm", t),
-        "fedprox" => probe::<fedprox::Config>("algorithm", t),
-        "srfca" => probe::<srfca::Config>("algorithm", t),
-        "cfl" => probe::<cfl::Config>("algorithm", t),
-        "fedsoft" => probe::<fedsoft::Config>("algorithm", t),
-        _ => None,
+    AlgorithmConfig::visit_named(&name, ProbeAlgorithm(t)).flatten()
+}
+
+/// Reads an `[algorithm]` table as the named algorithm's config type.
+struct ProbeAlgorithm(toml::Table);
+
+impl VisitType for ProbeAlgorithm {
+    type Output = Option<(String, String)>;
+    fn visit<A: Algorithm>(self) -> Self::Output {
+        probe::<A::Config>("algorithm", self.0)
     }
+}
+
+/// The path and message of the first error reading `body` as a `T`.
+fn probe<T: serde::de::DeserializeOwned>(
+    section: &str,
+    body: toml::Table,
+) -> Option<(String, String)> {
+    serde_path_to_error::deserialize::<_, T>(toml::Value::Table(body))
+        .err()
+        .map(|e| {
+            (
+                format!("{section}.{}", e.path()),
+                one_line(&e.inner().to_string()),
+            )
+        })
 }
 
 fn one_line(s: &str) -> String {
@@ -350,12 +247,20 @@ fn one_line(s: &str) -> String {
 }
 
 /// Applies one `--set key.path=value` override; `value` is read as a TOML value
-/// (`3`, `0.1`, `true`, `"text"`, `[1, 2]`), or as a plain string if it is not one.
+/// (`3`, `0.1`, `true`, `"text"`, `[1, 2]`, `{ kind = "gd" }`), or as a plain
+/// string if it is not one. `key.path?=value` sets the key only where the config
+/// already has it (and does nothing elsewhere).
 fn apply_override(table: &mut toml::Table, assignment: &str) -> Result<()> {
     let Some((key, raw)) = assignment.split_once('=') else {
         bail!("--set {assignment}: expected key=value");
     };
-    let key = key.trim();
+    let (key, only_if_present) = match key.trim().strip_suffix('?') {
+        Some(key) => (key.trim(), true),
+        None => (key.trim(), false),
+    };
+    if only_if_present && !has_key(table, key) {
+        return Ok(());
+    }
     let value = toml::from_str::<toml::Table>(&format!("v = {raw}"))
         .ok()
         .and_then(|mut t| t.remove("v"))
@@ -374,4 +279,14 @@ fn apply_override(table: &mut toml::Table, assignment: &str) -> Result<()> {
     }
     node.insert(parts[parts.len() - 1].to_string(), value);
     Ok(())
+}
+
+/// Whether the dotted `key` names a value in `table`.
+fn has_key(table: &toml::Table, key: &str) -> bool {
+    let mut parts = key.split('.');
+    let mut node = table.get(parts.next().unwrap_or_default());
+    for part in parts {
+        node = node.and_then(|v| v.as_table()).and_then(|t| t.get(part));
+    }
+    node.is_some()
 }

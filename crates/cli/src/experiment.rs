@@ -5,19 +5,14 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 
-use fedcluster_algorithms::twophase::{self, Start};
-use fedcluster_algorithms::{
-    Aggregation, cfl, fedavg, fedsoft, ifca, local, oneshot, oracle, srfca,
-};
-use fedcluster_core::{Batch, ClientHalf, Model, ServerHalf};
+use fedcluster_algorithms::{Algorithm, Checked, FieldError, Setup, TrueClusters, Visit};
+use fedcluster_core::{Batch, Model, ServerHalf};
 use fedcluster_data::{FederatedData, Task};
 use fedcluster_models::{Cnn, LinearRegression, LogisticRegression, Mlp};
 use fedcluster_sim::record::{RoundRecord, TestSet, Truth, records};
 use fedcluster_sim::{InProcess, Transport, run};
-use serde::Serialize;
-use serde::de::DeserializeOwned;
 
-use crate::config::{CheckedAlgorithm, DataConfig, ModelConfig, RunConfig};
+use crate::config::{DataConfig, ModelConfig, RunConfig};
 
 /// Everything a run produced.
 #[derive(Debug, Clone)]
@@ -177,149 +172,57 @@ pub fn execute(
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Outcome> {
     let model = build_model(config, data)?;
-    let driver = Driver::new(config, data, model.as_ref());
-    with_halves(
-        config,
-        data,
-        model.as_ref(),
-        InProcessRun { driver, progress },
-    )
+    let sizes = client_sizes(data);
+    let run = InProcessRun {
+        driver: Driver::new(config, data, model.as_ref()),
+        setup: setup(config, data, model.as_ref(), &sizes),
+        progress,
+    };
+    config.algorithm.visit(run).map_err(algorithm_field)?
 }
 
-/// Receives the configured algorithm's server half and a client half (every
-/// client's starts as a clone of it): runs them in process, as a networked
-/// coordinator, or as one networked client.
-pub trait Halves {
-    /// What running them gives.
-    type Output;
-    /// Runs the two halves.
-    fn run<S, C>(self, server: S, client: C) -> Result<Self::Output>
-    where
-        S: ServerHalf,
-        C: ClientHalf<Down = S::Down, Up = S::Up> + Clone,
-        S::Down: Serialize + DeserializeOwned,
-        S::Up: Serialize + DeserializeOwned;
-}
-
-/// Builds the halves of `config`'s algorithm for `data` and `model` and hands
-/// them to `halves`.
-pub fn with_halves<H: Halves>(
+/// What the algorithm's server may be built from: the model, the clients and
+/// their sizes, and the data's ground truth as the setup's named inputs
+/// (read by the oracles only).
+pub fn setup<'a>(
     config: &RunConfig,
-    data: &FederatedData,
-    model: &dyn Model,
-    halves: H,
-) -> Result<H::Output> {
-    let algorithm = config
-        .checked_algorithm()
-        .map_err(|e| anyhow::anyhow!("field `algorithm.{}`: {}", e.field, e.message))?;
-    let m = data.train.len();
-    let seed = config.seed;
-    match algorithm {
-        CheckedAlgorithm::Ifca(c) => {
-            if c.weight_sharing && model.head_start() == 0 {
-                bail!(
-                    "field `algorithm.weight_sharing`: model `{}` has a single layer, there is nothing to share",
-                    model.name()
-                );
-            }
-            let client = ifca::IfcaClient::new(c.aggregation, c.local_steps)
-                .with_momentum(c.momentum)
-                .with_optimizer(c.optimizer);
-            halves.run(ifca::IfcaServer::new(c, model, m, seed), client)
-        }
-        CheckedAlgorithm::Oneshot(c) => {
-            let client = oneshot::OneShotClient::new(&c);
-            halves.run(oneshot::OneShotServer::new(c, m, seed), client)
-        }
-        CheckedAlgorithm::Global(c) => {
-            let client = fedavg::FedAvgClient::new(c.aggregation, c.lr, c.local_steps)
-                .with_optimizer(c.optimizer);
-            let server = fedavg::FedAvgServer::new(c, model, 1, vec![0; m], seed)?;
-            halves.run(server, client)
-        }
-        CheckedAlgorithm::Oracle(c) => {
-            let client = fedavg::FedAvgClient::new(c.aggregation, c.lr, c.local_steps)
-                .with_optimizer(c.optimizer);
-            let truth = oracle::TrueClusters {
-                clusters: data.truth.clusters,
-                labels: data.truth.train_labels.clone(),
-            };
-            let server = oracle::server(c, model, truth, seed)?;
-            halves.run(server, client)
-        }
-        CheckedAlgorithm::Twophase(c) => {
-            let client = twophase::TwoPhaseClient::new(&c);
-            let server = if c.start == Start::Labels {
-                let labels = data.truth.train_labels.clone();
-                twophase::TwoPhaseServer::with_labels(c, model, labels, seed)?
-            } else if c.start == Start::Truth {
-                let Some(truth) = data.truth.params.as_ref() else {
-                    bail!(
-                        "field `algorithm.start`: `truth` needs a data set with known cluster parameters"
-                    );
-                };
-                if truth.len() != c.clusters {
-                    bail!(
-                        "field `algorithm.clusters`: `start = \"truth\"` needs one model per true cluster ({}), got {}",
-                        truth.len(),
-                        c.clusters
-                    );
-                }
-                twophase::TwoPhaseServer::with_models(c, truth.concat(), model.num_params(), m)
-            } else {
-                let sizes = data.train.iter().map(|cl| cl.len()).collect();
-                twophase::TwoPhaseServer::new(c, model, sizes, seed)?
-            };
-            halves.run(server, client)
-        }
-        CheckedAlgorithm::Fedsoft(c) => {
-            let client = fedsoft::FedSoftClient::new(&c);
-            let server = fedsoft::FedSoftServer::new(c, model, m, seed);
-            halves.run(server, client)
-        }
-        CheckedAlgorithm::Cfl(c) => {
-            let client = cfl::CflClient::new(Aggregation::Model, c.lr, c.local_steps)
-                .with_optimizer(c.optimizer);
-            let server = cfl::CflServer::new(c, model, m, seed);
-            halves.run(server, client)
-        }
-        CheckedAlgorithm::Srfca(c) => {
-            let client = srfca::SrFcaClient::new(&c);
-            let server = srfca::SrFcaServer::new(c, model, m, seed)?;
-            halves.run(server, client)
-        }
-        CheckedAlgorithm::Local(c) => {
-            let client =
-                local::LocalClient::new(c.lr, c.local_steps, c.init).with_optimizer(c.optimizer);
-            halves.run(local::LocalServer::new(c, model, m), client)
-        }
+    data: &'a FederatedData,
+    model: &'a dyn Model,
+    sizes: &'a [usize],
+) -> Setup<'a> {
+    Setup {
+        client_sizes: Some(sizes),
+        true_clusters: Some(TrueClusters {
+            clusters: data.truth.clusters,
+            labels: &data.truth.train_labels,
+        }),
+        true_models: data.truth.params.as_deref(),
+        ..Setup::new(model, data.train.len(), config.seed)
     }
 }
 
-/// Runs the engine over a transport and turns its events into records.
-pub(crate) struct Driver<'a> {
-    config: &'a RunConfig,
-    data: &'a FederatedData,
-    model: &'a dyn Model,
-    train: Vec<Batch<'a>>,
-    test: Vec<Batch<'a>>,
+/// Training points per client.
+pub fn client_sizes(data: &FederatedData) -> Vec<usize> {
+    data.train.iter().map(|c| c.len()).collect()
+}
+
+/// A config error of the algorithm table, as the CLI reports it.
+pub fn algorithm_field(e: FieldError) -> anyhow::Error {
+    anyhow::anyhow!("field `algorithm.{}`: {}", e.field, e.message)
 }
 
 /// The in-process run: every client half in this process.
 struct InProcessRun<'a, 'p> {
     driver: Driver<'a>,
+    setup: Setup<'a>,
     progress: &'p mut dyn FnMut(Progress),
 }
 
-impl Halves for InProcessRun<'_, '_> {
-    type Output = Outcome;
-    fn run<S, C>(self, server: S, client: C) -> Result<Outcome>
-    where
-        S: ServerHalf,
-        C: ClientHalf<Down = S::Down, Up = S::Up> + Clone,
-        S::Down: Serialize + DeserializeOwned,
-        S::Up: Serialize + DeserializeOwned,
-    {
+impl Visit for InProcessRun<'_, '_> {
+    type Output = Result<Outcome>;
+    fn visit<A: Algorithm>(self, config: Checked<A::Config>) -> Result<Outcome> {
+        let client = A::client(&config);
+        let server = A::server(config, &self.setup).map_err(algorithm_field)?;
         let d = &self.driver;
         let mut transport = InProcess::new(
             vec![client; d.data.train.len()],
@@ -330,6 +233,15 @@ impl Halves for InProcessRun<'_, '_> {
         )?;
         d.drive(server, &mut transport, self.progress)
     }
+}
+
+/// Runs the engine over a transport and turns its events into records.
+pub(crate) struct Driver<'a> {
+    config: &'a RunConfig,
+    data: &'a FederatedData,
+    model: &'a dyn Model,
+    train: Vec<Batch<'a>>,
+    test: Vec<Batch<'a>>,
 }
 
 impl<'a> Driver<'a> {

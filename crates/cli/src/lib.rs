@@ -3,7 +3,6 @@
 //! other one; the binary in `main.rs` is a thin clap front end over it.
 
 pub mod bench;
-pub mod bench_mnist;
 pub mod certs;
 pub mod config;
 pub mod experiment;

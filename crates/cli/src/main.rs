@@ -7,7 +7,7 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 
-use fedcluster_cli::bench::{BENCHMARKS, BenchOptions, CORE_PEAK_GFLOPS, run_bench};
+use fedcluster_cli::bench::{BenchOptions, Benchmark, CORE_PEAK_GFLOPS, run_bench};
 use fedcluster_cli::config::{DEFAULT_CONFIG, RunConfig, data_dir_override};
 use fedcluster_cli::experiment::{build_data, execute, round_bar, show_progress};
 use fedcluster_cli::reproduce::{
@@ -115,8 +115,9 @@ enum Command {
     Certs(fedcluster_cli::net_commands::CertsArgs),
     /// Time the hot path of an algorithm and report achieved GFLOP/s.
     Bench {
-        /// Benchmark name (see `fedcluster list`).
-        name: String,
+        /// The benchmark.
+        #[arg(value_enum)]
+        name: Benchmark,
         /// Timed rounds.
         #[arg(long, default_value_t = 20)]
         rounds: usize,
@@ -193,15 +194,18 @@ impl Command {
                 rounds,
                 threads,
                 data_dir,
-            } => bench(&name, rounds, threads, data_dir),
+            } => bench(name, rounds, threads, data_dir),
             Command::List => {
                 println!("reproductions (fedcluster reproduce NAME):");
                 for (n, d) in EXPERIMENTS {
                     println!("  {n:28} {d}");
                 }
                 println!("benchmarks (fedcluster bench NAME):");
-                for (n, d) in BENCHMARKS {
-                    println!("  {n:28} {d}");
+                for b in <Benchmark as clap::ValueEnum>::value_variants() {
+                    if let Some(v) = clap::ValueEnum::to_possible_value(b) {
+                        let help = v.get_help().map(|h| h.to_string()).unwrap_or_default();
+                        println!("  {:28} {help}", v.get_name());
+                    }
                 }
                 Ok(())
             }
@@ -473,7 +477,7 @@ fn reproduce_mnist(
     Ok(())
 }
 
-fn bench(name: &str, rounds: usize, threads: usize, data_dir: Option<PathBuf>) -> Result<()> {
+fn bench(name: Benchmark, rounds: usize, threads: usize, data_dir: Option<PathBuf>) -> Result<()> {
     let r = run_bench(
         name,
         BenchOptions {

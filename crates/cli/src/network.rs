@@ -8,17 +8,18 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-use serde::Serialize;
-use serde::de::DeserializeOwned;
 
-use fedcluster_core::{Batch, ClientHalf, ClientId, Model, ServerHalf};
+use fedcluster_algorithms::{Algorithm, Checked, Setup, Visit};
+use fedcluster_core::{Batch, ClientId, Model};
 use fedcluster_net::{
     ClientStats, ClientTls, Coordinator, CoordinatorOptions, JoinOptions, NetStats, ServerTls,
     Session,
 };
 
 use crate::config::{RunConfig, data_dir_override};
-use crate::experiment::{Driver, Halves, Outcome, Progress, build_data, build_model, with_halves};
+use crate::experiment::{
+    Driver, Outcome, Progress, algorithm_field, build_data, build_model, client_sizes, setup,
+};
 
 /// How the coordinator listens and whom it admits.
 #[derive(Debug, Clone)]
@@ -98,31 +99,32 @@ pub fn serve(
         );
     }
     coordinator.wait_for_clients(options.join_timeout)?;
-    let driver = Driver::new(config, &data, model.as_ref());
+    let sizes = client_sizes(&data);
     let mut run = CoordinatorRun {
-        driver,
+        driver: Driver::new(config, &data, model.as_ref()),
+        setup: setup(config, &data, model.as_ref(), &sizes),
         coordinator,
         progress,
     };
-    let outcome = with_halves(config, &data, model.as_ref(), &mut run)?;
+    let outcome = config
+        .algorithm
+        .visit(&mut run)
+        .map_err(algorithm_field)??;
     Ok((outcome, run.coordinator.finish(Duration::from_millis(1500))))
 }
 
+/// The coordinator: the server half only, its clients across the network.
 struct CoordinatorRun<'a, 'p> {
     driver: Driver<'a>,
+    setup: Setup<'a>,
     coordinator: Coordinator,
     progress: &'p mut dyn FnMut(Progress),
 }
 
-impl Halves for &mut CoordinatorRun<'_, '_> {
-    type Output = Outcome;
-    fn run<S, C>(self, server: S, _client: C) -> Result<Outcome>
-    where
-        S: ServerHalf,
-        C: ClientHalf<Down = S::Down, Up = S::Up> + Clone,
-        S::Down: Serialize + DeserializeOwned,
-        S::Up: Serialize + DeserializeOwned,
-    {
+impl Visit for &mut CoordinatorRun<'_, '_> {
+    type Output = Result<Outcome>;
+    fn visit<A: Algorithm>(self, config: Checked<A::Config>) -> Result<Outcome> {
+        let server = A::server(config, &self.setup).map_err(algorithm_field)?;
         self.driver
             .drive(server, &mut self.coordinator, self.progress)
     }
@@ -200,7 +202,7 @@ pub fn join(
                         model,
                         seed: config.seed,
                     };
-                    Ok((id, with_halves(config, data, model, run)?))
+                    Ok((id, config.algorithm.visit(run).map_err(algorithm_field)??))
                 })
             })
             .collect();
@@ -214,6 +216,7 @@ pub fn join(
     })
 }
 
+/// One networked client: the client half only, never a server.
 struct ClientRun<'a, 's> {
     session: &'s mut Session,
     data: Batch<'a>,
@@ -221,15 +224,10 @@ struct ClientRun<'a, 's> {
     seed: u64,
 }
 
-impl Halves for ClientRun<'_, '_> {
-    type Output = ClientStats;
-    fn run<S, C>(self, _server: S, mut client: C) -> Result<ClientStats>
-    where
-        S: ServerHalf,
-        C: ClientHalf<Down = S::Down, Up = S::Up> + Clone,
-        S::Down: Serialize + DeserializeOwned,
-        S::Up: Serialize + DeserializeOwned,
-    {
+impl Visit for ClientRun<'_, '_> {
+    type Output = Result<ClientStats>;
+    fn visit<A: Algorithm>(self, config: Checked<A::Config>) -> Result<ClientStats> {
+        let mut client = A::client(&config);
         Ok(self
             .session
             .serve(&mut client, self.data, self.model, self.seed)?)

@@ -201,13 +201,3 @@ pub struct ReplicaView<'a> {
     /// Whether this replica diverged and was dropped.
     pub diverged: bool,
 }
-
-/// Sample-weighted mean of `(loss, samples)` pairs, `None` when there are none.
-pub fn weighted_loss(pairs: impl IntoIterator<Item = (f64, usize)>) -> Option<f64> {
-    let (mut sum, mut count) = (0.0, 0usize);
-    for (loss, n) in pairs {
-        sum += loss * n as f64;
-        count += n;
-    }
-    (count > 0).then(|| sum / count as f64)
-}

@@ -28,5 +28,30 @@ pub use server::{CflServer, Config};
 /// CFL's client half: FedAvg's, one local training per round.
 pub use crate::fedavg::FedAvgClient as CflClient;
 
+use crate::common::aggregate::Aggregation;
+use crate::common::checked::{Checked, FieldError};
+use crate::common::messages::{ClusterModel, ModelReply};
+use crate::table::{Algorithm, Setup};
+
+/// CFL in the algorithm table.
+pub struct Cfl;
+
+impl Algorithm for Cfl {
+    type Config = Config;
+    type Down = ClusterModel;
+    type Up = ModelReply;
+    type Server = CflServer;
+    type Client = CflClient;
+
+    fn server(config: Checked<Config>, setup: &Setup<'_>) -> Result<CflServer, FieldError> {
+        Ok(CflServer::new(config, setup.model, setup.num_clients, setup.seed))
+    }
+
+    fn client(config: &Checked<Config>) -> CflClient {
+        CflClient::new(Aggregation::Model, config.lr, config.local_steps)
+            .with_optimizer(config.optimizer)
+    }
+}
+
 #[cfg(test)]
 mod tests;

@@ -11,7 +11,7 @@ use fedcluster_core::{
 };
 
 use super::bipartition::optimal_bipartition;
-use crate::common::aggregate::ModelSums;
+use crate::common::aggregate::{LossMeter, ModelSums};
 use crate::common::checked::{Checked, FieldError, Validate, at_least_one, positive};
 use crate::common::init::InitScheme;
 use crate::common::messages::{ClusterModel, ModelReply};
@@ -78,7 +78,7 @@ pub struct CflServer {
     updates: Vec<f32>,
     samples: Vec<usize>,
     sums: ModelSums,
-    loss_sum: (f64, usize),
+    loss: LossMeter,
     train_loss: Option<f64>,
     /// The round of every split and the sizes of its two halves.
     pub splits: Vec<(usize, usize, usize)>,
@@ -100,7 +100,7 @@ impl CflServer {
             updates: vec![0.0; m * p],
             samples: vec![0; m],
             sums: ModelSums::default(),
-            loss_sum: (0.0, 0),
+            loss: LossMeter::default(),
             train_loss: None,
             splits: Vec::new(),
         }
@@ -169,7 +169,6 @@ impl ServerHalf for CflServer {
         _rng: &mut Rng,
     ) -> Result<Vec<(ClientId, ClusterModel)>, AlgoError> {
         self.sums.reset(self.clusters(), self.p);
-        self.loss_sum = (0.0, 0);
         let models = Arc::new(self.models.clone());
         Ok(self
             .assignment
@@ -208,8 +207,7 @@ impl ServerHalf for CflServer {
         }
         self.samples[id] = up.samples;
         self.sums.add(c, &up.payload, up.samples as f64);
-        self.loss_sum.0 += loss * up.samples as f64;
-        self.loss_sum.1 += up.samples;
+        self.loss.add(loss, up.samples);
         Ok(())
     }
 
@@ -229,8 +227,7 @@ impl ServerHalf for CflServer {
             let (a, b) = self.split(c, &members[c]);
             self.splits.push((ctx.round, a, b));
         }
-        let (sum, count) = self.loss_sum;
-        self.train_loss = (count > 0).then(|| sum / count as f64);
+        self.train_loss = self.loss.take_mean();
         if !all_finite(&self.models) {
             return Err(AlgoError::models_diverged(ctx.round));
         }

@@ -24,9 +24,10 @@
 use serde::{Deserialize, Serialize};
 
 use crate::common::aggregate::Aggregation;
-use crate::common::checked::{FieldError, Validate};
+use crate::common::checked::{Checked, FieldError, Validate};
 use crate::common::init::InitScheme;
 use crate::ifca;
+use crate::table::{Algorithm, Setup};
 
 /// CFL-MGD parameters.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -100,5 +101,24 @@ impl Validate for Config {
             ));
         }
         self.ifca().validate()
+    }
+}
+
+/// CFL-MGD in the algorithm table: IFCA's halves for [`Config::ifca`].
+pub struct CflMgd;
+
+impl Algorithm for CflMgd {
+    type Config = Config;
+    type Down = ifca::Down;
+    type Up = ifca::Up;
+    type Server = ifca::IfcaServer;
+    type Client = ifca::IfcaClient;
+
+    fn server(config: Checked<Config>, setup: &Setup<'_>) -> Result<Self::Server, FieldError> {
+        ifca::Ifca::server(Checked::new(config.ifca())?, setup)
+    }
+
+    fn client(config: &Checked<Config>) -> Self::Client {
+        ifca::Ifca::client(&Checked::new(config.ifca()).expect("checked with CFL-MGD's config"))
     }
 }

@@ -3,8 +3,6 @@
 
 use serde::{Deserialize, Serialize};
 
-use fedcluster_core::params::axpy;
-
 /// How the server combines what clients send (IFCA Algorithm 2, options I and II).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -13,36 +11,6 @@ pub enum Aggregation {
     Gradient,
     /// Option II: clients run local steps, the server averages models (FedAvg).
     Model,
-}
-
-/// Gradient averaging (IFCA option I): `θ_j <- θ_j - scale · Σ_{i in S_j} g_i`
-/// for every cluster `j`, where `models` holds `k` models of `p` parameters back
-/// to back and each contribution is `(cluster, gradient)`.
-pub fn apply_gradients<'a>(
-    models: &mut [f32],
-    p: usize,
-    scale: f32,
-    contributions: impl IntoIterator<Item = (usize, &'a [f32])>,
-) {
-    for (cluster, grad) in contributions {
-        axpy(-scale, grad, &mut models[cluster * p..(cluster + 1) * p]);
-    }
-}
-
-/// Model averaging (IFCA option II, FedAvg): every cluster model that receives at
-/// least one contribution `(cluster, model, weight)` becomes the weighted mean of
-/// them; a cluster that receives none keeps its model.
-pub fn average_models<'a>(
-    models: &mut [f32],
-    p: usize,
-    sums: &mut ModelSums,
-    contributions: impl IntoIterator<Item = (usize, &'a [f32], f64)>,
-) {
-    sums.reset(models.len() / p, p);
-    for (cluster, model, w) in contributions {
-        sums.add(cluster, model, w);
-    }
-    sums.finish(models);
 }
 
 /// Running sums for model averaging over a stream of replies: add each
@@ -91,36 +59,54 @@ impl ModelSums {
     }
 }
 
+/// The sample-weighted mean training loss of a round: each client's loss at
+/// its starting model, weighted by its number of samples.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct LossMeter {
+    sum: f64,
+    samples: usize,
+}
+
+impl LossMeter {
+    /// Adds one client's loss over `samples` points.
+    pub fn add(&mut self, loss: f64, samples: usize) {
+        self.sum += loss * samples as f64;
+        self.samples += samples;
+    }
+
+    /// The weighted mean so far; `None` before any sample.
+    pub fn mean(&self) -> Option<f64> {
+        (self.samples > 0).then(|| self.sum / self.samples as f64)
+    }
+
+    /// The weighted mean, and a fresh meter for the next round.
+    pub fn take_mean(&mut self) -> Option<f64> {
+        std::mem::take(self).mean()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn gradient_step_per_cluster() {
-        let mut models = vec![1.0, 1.0, 5.0, 5.0];
-        let g1 = [1.0, 0.0];
-        let g2 = [0.0, 2.0];
-        apply_gradients(
-            &mut models,
-            2,
-            0.5,
-            [(0, &g1[..]), (0, &g2[..]), (1, &g1[..])],
-        );
-        assert_eq!(models, vec![0.5, 0.0, 4.5, 5.0]);
+    fn average_keeps_empty_clusters() {
+        let mut models = vec![0.0, 0.0, 7.0, 7.0];
+        let mut sums = ModelSums::default();
+        sums.reset(2, 2);
+        sums.add(0, &[1.0, 2.0], 1.0);
+        sums.add(0, &[3.0, 6.0], 3.0);
+        sums.finish(&mut models);
+        assert_eq!(models, vec![2.5, 5.0, 7.0, 7.0]);
     }
 
     #[test]
-    fn average_keeps_empty_clusters() {
-        let mut models = vec![0.0, 0.0, 7.0, 7.0];
-        let a = [1.0, 2.0];
-        let b = [3.0, 6.0];
-        let mut sums = ModelSums::default();
-        average_models(
-            &mut models,
-            2,
-            &mut sums,
-            [(0, &a[..], 1.0), (0, &b[..], 3.0)],
-        );
-        assert_eq!(models, vec![2.5, 5.0, 7.0, 7.0]);
+    fn the_loss_meter_weights_by_samples_and_resets() {
+        let mut meter = LossMeter::default();
+        assert_eq!(meter.mean(), None);
+        meter.add(1.0, 1);
+        meter.add(4.0, 3);
+        assert_eq!(meter.take_mean(), Some(3.25));
+        assert_eq!(meter.mean(), None);
     }
 }

@@ -2,6 +2,7 @@
 
 use fedcluster_core::{AlgoError, ClientEnv, ClientHalf, RoundCtx};
 
+use super::config::Config;
 use crate::common::aggregate::Aggregation;
 use crate::common::messages::{ClusterModel, ModelReply};
 use crate::common::trainer::{LocalTrainer, Optimizer};
@@ -26,6 +27,12 @@ impl FedAvgClient {
             local_steps,
             trainer: LocalTrainer::default(),
         }
+    }
+
+    /// The client `config` describes.
+    pub fn from_config(config: &Config) -> Self {
+        Self::new(config.aggregation, config.lr, config.local_steps)
+            .with_optimizer(config.optimizer)
     }
 
     /// The same client training with `optimizer` (model averaging).

@@ -8,7 +8,7 @@ use fedcluster_core::{
 };
 
 use super::config::Config;
-use crate::common::aggregate::{Aggregation, ModelSums};
+use crate::common::aggregate::{Aggregation, LossMeter, ModelSums};
 use crate::common::checked::Checked;
 use crate::common::messages::{ClusterModel, ModelReply};
 use crate::common::sampling::participants;
@@ -24,8 +24,8 @@ pub struct FedAvgServer {
     participants: usize,
     /// Model averaging: running weighted sums of the round's models.
     sums: ModelSums,
-    /// Sample-weighted loss sum and sample count of the round.
-    loss_sum: (f64, usize),
+    /// The round's training loss.
+    loss: LossMeter,
 }
 
 impl FedAvgServer {
@@ -68,7 +68,7 @@ impl FedAvgServer {
             train_loss: None,
             participants: 0,
             sums: ModelSums::default(),
-            loss_sum: (0.0, 0),
+            loss: LossMeter::default(),
         })
     }
 }
@@ -86,7 +86,6 @@ impl ServerHalf for FedAvgServer {
         let chosen = participants(self.assignment.len(), self.config.participation, rng);
         self.participants = chosen.len();
         self.sums.reset(self.models.len() / self.p, self.p);
-        self.loss_sum = (0.0, 0);
         Ok(chosen
             .into_iter()
             .map(|id| {
@@ -119,8 +118,7 @@ impl ServerHalf for FedAvgServer {
             }
             Aggregation::Model => self.sums.add(c, &up.payload, up.samples as f64),
         }
-        self.loss_sum.0 += loss * up.samples as f64;
-        self.loss_sum.1 += up.samples;
+        self.loss.add(loss, up.samples);
         Ok(())
     }
 
@@ -128,8 +126,7 @@ impl ServerHalf for FedAvgServer {
         if self.config.aggregation == Aggregation::Model {
             self.sums.finish(&mut self.models);
         }
-        let (sum, count) = self.loss_sum;
-        self.train_loss = (count > 0).then(|| sum / count as f64);
+        self.train_loss = self.loss.take_mean();
         if !all_finite(&self.models) {
             return Err(AlgoError::models_diverged(ctx.round));
         }

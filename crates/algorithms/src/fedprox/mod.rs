@@ -17,9 +17,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::common::checked::{FieldError, Validate};
+use crate::common::checked::{Checked, FieldError, Validate};
 use crate::common::init::InitScheme;
-use crate::twophase::{self, LocalUpdate, Start};
+use crate::table::{Algorithm, Setup};
+use crate::twophase::{self, LocalUpdate, Start, TwoPhase};
 
 /// FedProx parameters.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -78,6 +79,26 @@ impl Validate for Config {
                 "local_update.max_steps" => FieldError::new("max_steps", e.message),
                 _ => e,
             })
+    }
+}
+
+/// FedProx in the algorithm table: the two-phase method's halves for
+/// [`Config::two_phase`].
+pub struct FedProx;
+
+impl Algorithm for FedProx {
+    type Config = Config;
+    type Down = twophase::Down;
+    type Up = twophase::Up;
+    type Server = twophase::TwoPhaseServer;
+    type Client = twophase::TwoPhaseClient;
+
+    fn server(config: Checked<Config>, setup: &Setup<'_>) -> Result<Self::Server, FieldError> {
+        TwoPhase::server(Checked::new(config.two_phase())?, setup)
+    }
+
+    fn client(config: &Checked<Config>) -> Self::Client {
+        TwoPhase::client(&Checked::new(config.two_phase()).expect("checked with FedProx's config"))
     }
 }
 

@@ -73,5 +73,27 @@ impl Message for SoftReply {
     }
 }
 
+use crate::common::checked::{Checked, FieldError};
+use crate::table::{Algorithm, Setup};
+
+/// FedSoft in the algorithm table.
+pub struct FedSoft;
+
+impl Algorithm for FedSoft {
+    type Config = Config;
+    type Down = Centres;
+    type Up = SoftReply;
+    type Server = FedSoftServer;
+    type Client = FedSoftClient;
+
+    fn server(config: Checked<Config>, setup: &Setup<'_>) -> Result<FedSoftServer, FieldError> {
+        Ok(FedSoftServer::new(config, setup.model, setup.num_clients, setup.seed))
+    }
+
+    fn client(config: &Checked<Config>) -> FedSoftClient {
+        FedSoftClient::new(config)
+    }
+}
+
 #[cfg(test)]
 mod tests;

@@ -10,6 +10,7 @@ use fedcluster_core::{
 };
 
 use super::{Centres, SoftReply};
+use crate::common::aggregate::{LossMeter, ModelSums};
 use crate::common::checked::{Checked, FieldError, Validate, at_least_one, fraction, positive};
 use crate::common::init::InitScheme;
 use crate::common::sampling::participants;
@@ -94,9 +95,9 @@ pub struct FedSoftServer {
     models: Vec<f32>,
     /// Each client's largest importance weight.
     assignment: Vec<Option<usize>>,
-    sums: Vec<f64>,
-    weights: Vec<f64>,
-    loss_sum: (f64, usize),
+    /// Importance-weighted sums of the round's models, per centre.
+    sums: ModelSums,
+    loss: LossMeter,
     train_loss: Option<f64>,
 }
 
@@ -114,9 +115,8 @@ impl FedSoftServer {
             p,
             models,
             assignment: vec![None; m],
-            sums: Vec::new(),
-            weights: Vec::new(),
-            loss_sum: (0.0, 0),
+            sums: ModelSums::default(),
+            loss: LossMeter::default(),
             train_loss: None,
         }
     }
@@ -132,9 +132,7 @@ impl ServerHalf for FedSoftServer {
         rng: &mut Rng,
     ) -> Result<Vec<(ClientId, Centres)>, AlgoError> {
         let k = self.config.clusters;
-        self.sums = vec![0.0; k * self.p];
-        self.weights = vec![0.0; k];
-        self.loss_sum = (0.0, 0);
+        self.sums.reset(k, self.p);
         let msg = Centres {
             models: Arc::new(self.models.clone()),
             estimate: ctx.round.is_multiple_of(self.config.estimate_every),
@@ -157,35 +155,19 @@ impl ServerHalf for FedSoftServer {
         };
         let n = up.samples as f64;
         for (s, u) in up.importance.iter().enumerate() {
-            let v = u * n;
-            self.weights[s] += v;
-            for (acc, w) in self.sums[s * p..(s + 1) * p].iter_mut().zip(&up.model) {
-                *acc += v * f64::from(*w);
-            }
+            self.sums.add(s, &up.model, u * n);
         }
         let best = (0..k)
             .max_by(|&a, &b| up.importance[a].total_cmp(&up.importance[b]))
             .unwrap_or(0);
         self.assignment[id] = Some(best);
-        self.loss_sum.0 += loss * n;
-        self.loss_sum.1 += up.samples;
+        self.loss.add(loss, up.samples);
         Ok(())
     }
 
     fn finish(&mut self, ctx: &RoundCtx) -> Result<(), AlgoError> {
-        let p = self.p;
-        for (s, w) in self.weights.iter().enumerate() {
-            if *w > 0.0 {
-                for (m, acc) in self.models[s * p..(s + 1) * p]
-                    .iter_mut()
-                    .zip(&self.sums[s * p..(s + 1) * p])
-                {
-                    *m = (acc / w) as f32;
-                }
-            }
-        }
-        let (sum, count) = self.loss_sum;
-        self.train_loss = (count > 0).then(|| sum / count as f64);
+        self.sums.finish(&mut self.models);
+        self.train_loss = self.loss.take_mean();
         if !all_finite(&self.models) {
             return Err(AlgoError::models_diverged(ctx.round));
         }

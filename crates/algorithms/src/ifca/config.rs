@@ -7,6 +7,8 @@ use crate::common::checked::{FieldError, Validate, at_least_one, fraction, posit
 use crate::common::init::InitScheme;
 use crate::common::trainer::Optimizer;
 
+use super::local_step::LocalStep;
+
 /// IFCA parameters.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -78,6 +80,45 @@ impl From<f32> for StepSizes {
 }
 
 impl Config {
+    /// The local step the `aggregation`, `momentum` and `optimizer` keys select;
+    /// their other combinations are errors naming the field.
+    pub fn local_step(&self) -> Result<LocalStep, FieldError> {
+        if !(0.0..1.0).contains(&self.momentum) {
+            return Err(FieldError::new(
+                "momentum",
+                format!("must lie in [0, 1), got {}", self.momentum),
+            ));
+        }
+        if self.momentum > 0.0 && self.weight_sharing {
+            return Err(FieldError::new(
+                "weight_sharing",
+                "is not supported together with momentum yet",
+            ));
+        }
+        self.optimizer.validate("optimizer")?;
+        let momentum = self.momentum > 0.0;
+        Ok(match (self.aggregation, momentum, self.optimizer) {
+            (Aggregation::Gradient, false, Optimizer::Gd) => LocalStep::Gradient,
+            (Aggregation::Gradient, true, Optimizer::Gd) => LocalStep::GradientWithMomentum {
+                beta: self.momentum,
+            },
+            (Aggregation::Model, false, optimizer) => LocalStep::Train {
+                steps: self.local_steps,
+                optimizer,
+            },
+            (Aggregation::Model, true, Optimizer::Gd) => LocalStep::TrainWithMomentum {
+                steps: self.local_steps,
+                beta: self.momentum,
+            },
+            (_, _, Optimizer::Adam { .. }) => {
+                return Err(FieldError::new(
+                    "optimizer",
+                    "Adam applies to model averaging without momentum only",
+                ));
+            }
+        })
+    }
+
     /// Number of replicas: restarts times step sizes.
     pub fn replicas(&self) -> usize {
         self.restarts * self.lr.values().len()
@@ -123,27 +164,7 @@ impl Validate for Config {
         fraction("participation", self.participation)?;
         at_least_one("restarts", self.restarts)?;
         self.init.validate("init")?;
-        if !(0.0..1.0).contains(&self.momentum) {
-            return Err(FieldError::new(
-                "momentum",
-                format!("must lie in [0, 1), got {}", self.momentum),
-            ));
-        }
-        if self.momentum > 0.0 && self.weight_sharing {
-            return Err(FieldError::new(
-                "weight_sharing",
-                "is not supported together with momentum yet",
-            ));
-        }
-        self.optimizer.validate("optimizer")?;
-        if self.optimizer != Optimizer::Gd
-            && (self.aggregation == Aggregation::Gradient || self.momentum > 0.0)
-        {
-            return Err(FieldError::new(
-                "optimizer",
-                "Adam applies to model averaging without momentum only",
-            ));
-        }
+        self.local_step()?;
         Ok(())
     }
 }

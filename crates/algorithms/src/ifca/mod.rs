@@ -33,14 +33,47 @@
 
 mod client;
 mod config;
+pub(crate) mod local_step;
 mod messages;
 mod server;
 
 pub use crate::common::aggregate::Aggregation;
 pub use client::IfcaClient;
 pub use config::{Config, StepSizes};
+pub use local_step::LocalStep;
 pub use messages::{Down, Up};
 pub use server::IfcaServer;
+
+use crate::common::checked::{Checked, FieldError};
+use crate::table::{Algorithm, Setup};
+
+/// IFCA in the algorithm table.
+pub struct Ifca;
+
+impl Algorithm for Ifca {
+    type Config = Config;
+    type Down = Down;
+    type Up = Up;
+    type Server = IfcaServer;
+    type Client = IfcaClient;
+
+    fn server(config: Checked<Config>, setup: &Setup<'_>) -> Result<IfcaServer, FieldError> {
+        if config.weight_sharing && setup.model.head_start() == 0 {
+            return Err(FieldError::new(
+                "weight_sharing",
+                format!(
+                    "model `{}` has a single layer, there is nothing to share",
+                    setup.model.name()
+                ),
+            ));
+        }
+        Ok(IfcaServer::new(config, setup.model, setup.num_clients, setup.seed))
+    }
+
+    fn client(config: &Checked<Config>) -> IfcaClient {
+        IfcaClient::new(config.local_step().expect("a checked config has a local step"))
+    }
+}
 
 #[cfg(test)]
 mod tests;

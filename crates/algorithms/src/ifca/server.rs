@@ -11,7 +11,7 @@ use fedcluster_core::{
 use super::config::Config;
 use super::messages::{Down, Up};
 use crate::common::aggregate::Aggregation;
-use crate::common::aggregate::ModelSums;
+use crate::common::aggregate::{LossMeter, ModelSums};
 use crate::common::checked::Checked;
 use crate::common::sampling::participants;
 
@@ -48,8 +48,8 @@ struct RoundState {
     shared_sums: Vec<ModelSums>,
     /// Momentum: running weighted sums of the clients' momentum buffers.
     velocity_sums: Vec<ModelSums>,
-    /// Sample-weighted loss sum and sample count.
-    loss: Vec<(f64, usize)>,
+    /// The training loss.
+    loss: Vec<LossMeter>,
 }
 
 /// The server half of IFCA.
@@ -164,7 +164,7 @@ impl ServerHalf for IfcaServer {
         self.participants = chosen.len();
         let slots = self.active.len();
         self.round.failed = vec![None; slots];
-        self.round.loss = vec![(0.0, 0); slots];
+        self.round.loss = vec![LossMeter::default(); slots];
         self.round.sums.resize_with(slots, ModelSums::default);
         self.round
             .shared_sums
@@ -255,8 +255,7 @@ impl ServerHalf for IfcaServer {
                     }
                 }
             }
-            round.loss[slot].0 += loss * up.samples as f64;
-            round.loss[slot].1 += up.samples;
+            round.loss[slot].add(loss, up.samples);
         }
         self.stable_for[id] = if changed { 0 } else { self.stable_for[id] + 1 };
         Ok(())
@@ -283,8 +282,7 @@ impl ServerHalf for IfcaServer {
             if self.config.momentum > 0.0 {
                 self.round.velocity_sums[slot].finish(&mut replica.velocity);
             }
-            let (sum, count) = self.round.loss[slot];
-            replica.train_loss = (count > 0).then(|| sum / count as f64);
+            replica.train_loss = self.round.loss[slot].mean();
             let first = *replica
                 .first_loss
                 .get_or_insert(replica.train_loss.unwrap_or(f64::NAN));

@@ -10,7 +10,7 @@ use fedcluster_core::{
 use fedcluster_models::LinearRegression;
 use fedcluster_sim::{InProcess, run};
 
-use super::{Down, IfcaClient, IfcaServer, Up};
+use super::{Down, IfcaClient, IfcaServer, LocalStep, Up};
 use crate::common::aggregate::Aggregation;
 use crate::common::checked::Checked;
 use crate::common::init::InitScheme;
@@ -163,7 +163,7 @@ fn the_client_picks_the_lowest_loss_model_and_reports_its_gradient() {
         velocities: None,
         own: None,
     };
-    let reply = IfcaClient::new(Aggregation::Gradient, 1)
+    let reply = IfcaClient::new(LocalStep::Gradient)
         .handle(&ctx(0, 1), &down, &mut env)
         .unwrap();
     assert_eq!(reply.chosen, vec![1]);
@@ -208,7 +208,7 @@ fn recovers_two_clusters_through_the_engine() {
     })
     .unwrap();
     let mut server = IfcaServer::new(cfg, &model, m, 3);
-    let client = IfcaClient::new(Aggregation::Gradient, 1);
+    let client = IfcaClient::new(LocalStep::Gradient);
     let mut transport = InProcess::new(vec![client; m], batches, &model, 3, 1).unwrap();
     run(&mut server, &mut transport, 200, 3, |_| Ok(())).unwrap();
     let snap = server.snapshot();
@@ -343,8 +343,7 @@ fn the_momentum_client_sends_beta_u_plus_g() {
         velocities: Some(Arc::new(vec![10.0, -7.0])),
         own: None,
     };
-    let reply = IfcaClient::new(Aggregation::Gradient, 1)
-        .with_momentum(0.5)
+    let reply = IfcaClient::new(LocalStep::GradientWithMomentum { beta: 0.5 })
         .handle(&ctx(0, 1), &down, &mut env)
         .unwrap();
     assert_eq!(reply.chosen, vec![0]);
@@ -360,8 +359,7 @@ fn the_momentum_client_sends_beta_u_plus_g() {
         ..down
     };
     assert!(
-        IfcaClient::new(Aggregation::Gradient, 1)
-            .with_momentum(0.5)
+        IfcaClient::new(LocalStep::GradientWithMomentum { beta: 0.5 })
             .handle(&ctx(0, 1), &plain, &mut env)
             .is_err()
     );

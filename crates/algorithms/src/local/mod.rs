@@ -14,5 +14,28 @@ mod server;
 pub use client::LocalClient;
 pub use server::{Config, LocalServer, TrainLocally};
 
+use crate::common::checked::{Checked, FieldError};
+use crate::common::messages::ModelReply;
+use crate::table::{Algorithm, Setup};
+
+/// Local training in the algorithm table.
+pub struct Local;
+
+impl Algorithm for Local {
+    type Config = Config;
+    type Down = TrainLocally;
+    type Up = ModelReply;
+    type Server = LocalServer;
+    type Client = LocalClient;
+
+    fn server(config: Checked<Config>, setup: &Setup<'_>) -> Result<LocalServer, FieldError> {
+        Ok(LocalServer::new(config, setup.model, setup.num_clients))
+    }
+
+    fn client(config: &Checked<Config>) -> LocalClient {
+        LocalClient::new(config.lr, config.local_steps, config.init).with_optimizer(config.optimizer)
+    }
+}
+
 #[cfg(test)]
 mod tests;

@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use fedcluster_core::{AlgoError, ClientId, Message, Model, Rng, RoundCtx, ServerHalf, Snapshot};
 
+use crate::common::aggregate::LossMeter;
 use crate::common::checked::{Checked, FieldError, Validate, at_least_one, fraction, positive};
 use crate::common::init::InitScheme;
 use crate::common::messages::ModelReply;
@@ -68,8 +69,8 @@ pub struct LocalServer {
     models: Vec<f32>,
     assignment: Vec<Option<usize>>,
     train_loss: Option<f64>,
-    /// Sample-weighted loss sum and sample count of the round.
-    loss_sum: (f64, usize),
+    /// The round's training loss.
+    loss: LossMeter,
 }
 
 impl LocalServer {
@@ -82,7 +83,7 @@ impl LocalServer {
             models: vec![0.0; num_clients * p],
             assignment: vec![None; num_clients],
             train_loss: None,
-            loss_sum: (0.0, 0),
+            loss: LossMeter::default(),
         }
     }
 }
@@ -114,14 +115,12 @@ impl ServerHalf for LocalServer {
         };
         self.models[id * p..(id + 1) * p].copy_from_slice(&up.payload);
         self.assignment[id] = Some(id);
-        self.loss_sum.0 += loss * up.samples as f64;
-        self.loss_sum.1 += up.samples;
+        self.loss.add(loss, up.samples);
         Ok(())
     }
 
     fn finish(&mut self, _ctx: &RoundCtx) -> Result<(), AlgoError> {
-        let (sum, count) = std::mem::take(&mut self.loss_sum);
-        self.train_loss = (count > 0).then(|| sum / count as f64);
+        self.train_loss = self.loss.take_mean();
         Ok(())
     }
 

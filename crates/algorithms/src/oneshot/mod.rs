@@ -23,5 +23,27 @@ pub use config::Config;
 pub use messages::{Down, Up};
 pub use server::OneShotServer;
 
+use crate::common::checked::{Checked, FieldError};
+use crate::table::{Algorithm, Setup};
+
+/// One-shot clustering in the algorithm table.
+pub struct OneShot;
+
+impl Algorithm for OneShot {
+    type Config = Config;
+    type Down = Down;
+    type Up = Up;
+    type Server = OneShotServer;
+    type Client = OneShotClient;
+
+    fn server(config: Checked<Config>, setup: &Setup<'_>) -> Result<OneShotServer, FieldError> {
+        Ok(OneShotServer::new(config, setup.num_clients, setup.seed))
+    }
+
+    fn client(config: &Checked<Config>) -> OneShotClient {
+        OneShotClient::new(config)
+    }
+}
+
 #[cfg(test)]
 mod tests;

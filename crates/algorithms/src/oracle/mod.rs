@@ -4,30 +4,33 @@
 //! Su, Xu, Yang 2024 (Section V, "oracle"): the cluster identities are known and
 //! one model is trained per cluster with the round protocol of [`crate::fedavg`].
 //!
-//! This is the only place where ground-truth labels reach an algorithm, and they
-//! must be handed in explicitly as [`TrueClusters`].
+//! The true labels come from [`Setup::true_clusters`], the setup's named
+//! ground-truth input; besides this the two-phase method's oracles
+//! (`start = "truth"` or `"labels"`) are the only readers of ground truth.
 
-use fedcluster_core::{AlgoError, Model};
+use crate::common::checked::{Checked, FieldError};
+use crate::common::messages::{ClusterModel, ModelReply};
+use crate::fedavg::{Config, FedAvgClient, FedAvgServer};
+use crate::table::{Algorithm, Setup};
 
-use crate::common::checked::Checked;
-use crate::fedavg::{Config, FedAvgServer};
+/// The oracle in the algorithm table: FedAvg with the true assignment.
+pub struct Oracle;
 
-/// Ground-truth cluster labels, handed to the oracle on purpose.
-#[derive(Debug, Clone)]
-pub struct TrueClusters {
-    /// Number of clusters.
-    pub clusters: usize,
-    /// True cluster of each client.
-    pub labels: Vec<usize>,
-}
+impl Algorithm for Oracle {
+    type Config = Config;
+    type Down = ClusterModel;
+    type Up = ModelReply;
+    type Server = FedAvgServer;
+    type Client = FedAvgClient;
 
-/// The oracle's server: FedAvg with the true assignment. Its client half is
-/// [`crate::fedavg::FedAvgClient`].
-pub fn server(
-    config: Checked<Config>,
-    model: &dyn Model,
-    truth: TrueClusters,
-    seed: u64,
-) -> Result<FedAvgServer, AlgoError> {
-    FedAvgServer::new(config, model, truth.clusters, truth.labels, seed)
+    fn server(config: Checked<Config>, setup: &Setup<'_>) -> Result<FedAvgServer, FieldError> {
+        let truth = setup.require_true_clusters("name", "the oracle")?;
+        let (k, labels) = (truth.clusters, truth.labels.to_vec());
+        FedAvgServer::new(config, setup.model, k, labels, setup.seed)
+            .map_err(|e| FieldError::new("name", e.to_string()))
+    }
+
+    fn client(config: &Checked<Config>) -> FedAvgClient {
+        FedAvgClient::from_config(config)
+    }
 }

@@ -1,13 +1,13 @@
 //! The SR-FCA client: local training, model evaluation and gradients. It keeps
 //! only its cluster-training optimizer's state (Adam's moments).
 
-use fedcluster_core::model::argmin_f64;
 use fedcluster_core::{AlgoError, ClientEnv, ClientHalf, RoundCtx};
 
 use super::config::Config;
 use super::messages::{Down, Up};
 use crate::common::messages::ModelReply;
 use crate::common::trainer::{LocalTrainer, Optimizer};
+use crate::ifca::local_step::{LocalStep, RoundModels, client_round};
 
 /// The client half of SR-FCA.
 #[derive(Debug, Clone)]
@@ -74,30 +74,26 @@ impl ClientHalf for SrFcaClient {
                 p,
                 local_steps,
             } => {
-                let k = models.len() / (*p).max(1);
-                let (mut losses, mut chosen, mut out) =
-                    (vec![0.0f64; k], [0usize], vec![0.0f32; *p]);
-                let loss = if self.optimizer == Optimizer::Gd {
-                    env.model.assign_and_train(
-                        models,
-                        k,
-                        env.data,
-                        &[self.lr],
-                        *local_steps,
-                        &mut losses,
-                        &mut chosen,
-                        &mut out,
-                        env.ws,
-                    )[0]
-                } else {
-                    env.model.losses(models, env.data, &mut losses, env.ws);
-                    chosen[0] = argmin_f64(&losses);
-                    out.copy_from_slice(&models[chosen[0] * p..(chosen[0] + 1) * p]);
-                    self.trainer.train(&mut out, self.lr, *local_steps, env)
+                // ONE_SHOT-IFCA: IFCA's model-averaging round, one replica.
+                let step = LocalStep::Train {
+                    steps: *local_steps,
+                    optimizer: self.optimizer,
                 };
+                let sent = RoundModels {
+                    models,
+                    k: models.len() / (*p).max(1),
+                    lrs: &[self.lr],
+                    velocities: None,
+                    own: None,
+                };
+                let out = client_round(step, std::slice::from_mut(&mut self.trainer), &sent, env)?;
                 Up::Trained {
-                    cluster: chosen[0] as u32,
-                    reply: ModelReply::checked(out, loss, samples),
+                    cluster: out.chosen[0],
+                    reply: ModelReply {
+                        payload: out.payload,
+                        loss: out.losses[0],
+                        samples,
+                    },
                 }
             }
             Down::Gradient {

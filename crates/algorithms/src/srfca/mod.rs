@@ -46,5 +46,28 @@ pub use config::{AfterOneShot, Config, Distance, Threshold};
 pub use messages::{Down, Up};
 pub use server::{MAX_CLIENTS, SrFcaServer};
 
+use crate::common::checked::{Checked, FieldError};
+use crate::table::{Algorithm, Setup};
+
+/// SR-FCA in the algorithm table.
+pub struct SrFca;
+
+impl Algorithm for SrFca {
+    type Config = Config;
+    type Down = Down;
+    type Up = Up;
+    type Server = SrFcaServer;
+    type Client = SrFcaClient;
+
+    fn server(config: Checked<Config>, setup: &Setup<'_>) -> Result<SrFcaServer, FieldError> {
+        SrFcaServer::new(config, setup.model, setup.num_clients, setup.seed)
+            .map_err(|e| FieldError::new("name", e.to_string()))
+    }
+
+    fn client(config: &Checked<Config>) -> SrFcaClient {
+        SrFcaClient::new(config)
+    }
+}
+
 #[cfg(test)]
 mod tests;

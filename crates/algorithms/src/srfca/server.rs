@@ -11,7 +11,7 @@ use fedcluster_core::{
 use super::clustering::{merge, one_shot, recluster, resolve_threshold};
 use super::config::{AfterOneShot, Config, Distance};
 use super::messages::{Down, Up};
-use crate::common::aggregate::ModelSums;
+use crate::common::aggregate::{LossMeter, ModelSums};
 use crate::common::checked::Checked;
 
 /// The most clients SR-FCA accepts (its distance matrix holds `m²` values).
@@ -60,7 +60,7 @@ pub struct SrFcaServer {
     cluster_losses: Vec<f64>,
     /// This round's gradients, per cluster, in client-id order.
     gradients: Vec<Vec<Vec<f32>>>,
-    loss_sum: (f64, usize),
+    loss: LossMeter,
     train_loss: Option<f64>,
     /// ONE_SHOT-IFCA's running model sums.
     sums: ModelSums,
@@ -100,7 +100,7 @@ impl SrFcaServer {
             identity: (0..m).map(Some).collect(),
             cluster_losses: Vec::new(),
             gradients: Vec::new(),
-            loss_sum: (0.0, 0),
+            loss: LossMeter::default(),
             train_loss: None,
             sums: ModelSums::default(),
         })
@@ -293,7 +293,6 @@ impl ServerHalf for SrFcaServer {
         _ctx: &RoundCtx,
         _rng: &mut Rng,
     ) -> Result<Vec<(ClientId, Down)>, AlgoError> {
-        self.loss_sum = (0.0, 0);
         let p = self.p;
         Ok(match self.stage {
             Stage::Local => (0..self.m)
@@ -382,8 +381,7 @@ impl ServerHalf for SrFcaServer {
                 let loss = r.loss.ok_or_else(diverged)?;
                 self.local[id * p..(id + 1) * p].copy_from_slice(&r.payload);
                 self.samples[id] = r.samples;
-                self.loss_sum.0 += loss * r.samples as f64;
-                self.loss_sum.1 += r.samples;
+                self.loss.add(loss, r.samples);
             }
             (Stage::PairLosses, Up::Losses(l)) if l.len() == m => {
                 if self.pair_losses.len() != m * m {
@@ -398,8 +396,7 @@ impl ServerHalf for SrFcaServer {
                 let loss = r.loss.ok_or_else(diverged)?;
                 let c = self.assignment[id].ok_or_else(malformed)?;
                 self.gradients[c].push(r.payload);
-                self.loss_sum.0 += loss * r.samples as f64;
-                self.loss_sum.1 += r.samples;
+                self.loss.add(loss, r.samples);
             }
             (Stage::Ifca, Up::Trained { cluster, reply })
                 if reply.payload.len() == p && (cluster as usize) < k =>
@@ -408,8 +405,7 @@ impl ServerHalf for SrFcaServer {
                 let w = reply.samples as f64;
                 self.sums.add(cluster as usize, &reply.payload, w);
                 self.assignment[id] = Some(cluster as usize);
-                self.loss_sum.0 += loss * w;
-                self.loss_sum.1 += reply.samples;
+                self.loss.add(loss, reply.samples);
             }
             _ => return Err(malformed()),
         }
@@ -417,9 +413,9 @@ impl ServerHalf for SrFcaServer {
     }
 
     fn finish(&mut self, _ctx: &RoundCtx) -> Result<(), AlgoError> {
-        let (sum, count) = self.loss_sum;
-        if count > 0 {
-            self.train_loss = Some(sum / count as f64);
+        // A round without training replies (evaluations) keeps the last loss.
+        if let Some(loss) = self.loss.take_mean() {
+            self.train_loss = Some(loss);
         }
         match self.stage {
             Stage::Local => match self.config.distance {

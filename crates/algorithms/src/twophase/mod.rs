@@ -50,5 +50,65 @@ pub use grouping::{Grouping, group_anchors};
 pub use messages::{Down, MomentRequest, Up};
 pub use server::TwoPhaseServer;
 
+use crate::common::checked::{Checked, FieldError};
+use crate::table::{Algorithm, Setup};
+
+/// The two-phase method in the algorithm table.
+pub struct TwoPhase;
+
+impl Algorithm for TwoPhase {
+    type Config = Config;
+    type Down = Down;
+    type Up = Up;
+    type Server = TwoPhaseServer;
+    type Client = TwoPhaseClient;
+
+    fn server(config: Checked<Config>, setup: &Setup<'_>) -> Result<TwoPhaseServer, FieldError> {
+        let (model, m) = (setup.model, setup.num_clients);
+        match config.start {
+            // Su, Xu, Yang's MNIST oracle: every client told its true cluster.
+            Start::Labels => {
+                let truth = setup.require_true_clusters("start", "`start = \"labels\"`")?;
+                TwoPhaseServer::with_labels(config, model, truth.labels.to_vec(), setup.seed)
+                    .map_err(|e| FieldError::new("clusters", e.to_string()))
+            }
+            // Their synthetic oracle: Phase 2 from the true parameters.
+            Start::Truth => {
+                let Some(truth) = setup.true_models else {
+                    return Err(FieldError::new(
+                        "start",
+                        "`truth` needs a data set with known cluster parameters",
+                    ));
+                };
+                if truth.len() != config.clusters {
+                    return Err(FieldError::new(
+                        "clusters",
+                        format!(
+                            "`start = \"truth\"` needs one model per true cluster ({}), got {}",
+                            truth.len(),
+                            config.clusters
+                        ),
+                    ));
+                }
+                Ok(TwoPhaseServer::with_models(config, truth.concat(), model.num_params(), m))
+            }
+            Start::Phase1 | Start::Init => {
+                let Some(sizes) = setup.client_sizes else {
+                    return Err(FieldError::new(
+                        "name",
+                        "the two-phase method needs the clients' data sizes",
+                    ));
+                };
+                TwoPhaseServer::new(config, model, sizes.to_vec(), setup.seed)
+                    .map_err(|e| FieldError::new("phase1", e.to_string()))
+            }
+        }
+    }
+
+    fn client(config: &Checked<Config>) -> TwoPhaseClient {
+        TwoPhaseClient::new(config)
+    }
+}
+
 #[cfg(test)]
 mod tests;

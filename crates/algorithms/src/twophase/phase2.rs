@@ -14,6 +14,7 @@ use fedcluster_core::params::all_finite;
 use fedcluster_core::{AlgoError, ClientId, Rng, RoundCtx};
 
 use super::messages::{Down, Up};
+use crate::common::aggregate::LossMeter;
 use crate::common::sampling::participants;
 
 /// Phase 2's state at the server.
@@ -31,7 +32,7 @@ pub(super) struct Refinement {
     labels: Option<Vec<usize>>,
     sums: Vec<f64>,
     cluster_weight: Vec<f64>,
-    loss_sum: (f64, usize),
+    loss: LossMeter,
 }
 
 impl Refinement {
@@ -46,7 +47,7 @@ impl Refinement {
             labels: None,
             sums: Vec::new(),
             cluster_weight: Vec::new(),
-            loss_sum: (0.0, 0),
+            loss: LossMeter::default(),
         }
     }
 
@@ -66,7 +67,6 @@ impl Refinement {
         self.sums.resize(self.models.len(), 0.0);
         self.cluster_weight.clear();
         self.cluster_weight.resize(self.k(), 0.0);
-        self.loss_sum = (0.0, 0);
         participants(self.assignment.len(), self.participation, rng)
             .into_iter()
             .map(|id| {
@@ -105,8 +105,7 @@ impl Refinement {
             .zip(&reply.payload)
             .for_each(|(s, v)| *s += w * f64::from(*v));
         self.cluster_weight[c] += w;
-        self.loss_sum.0 += loss * w;
-        self.loss_sum.1 += reply.samples;
+        self.loss.add(loss, reply.samples);
         self.assignment[id] = Some(c);
         Ok(())
     }
@@ -114,8 +113,7 @@ impl Refinement {
     /// Step 9: the data-weighted average over all participants.
     pub fn finish(&mut self, ctx: &RoundCtx) -> Result<(), AlgoError> {
         let total: f64 = self.cluster_weight.iter().sum();
-        let (sum, count) = self.loss_sum;
-        self.train_loss = (count > 0).then(|| sum / count as f64);
+        self.train_loss = self.loss.take_mean();
         if total <= 0.0 {
             return Ok(());
         }

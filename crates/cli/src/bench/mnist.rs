@@ -11,16 +11,19 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 
-use fedcluster_algorithms::{Aggregation, Checked, InitScheme, ifca};
+use fedcluster_algorithms::{Aggregation, Algorithm, Checked, InitScheme, ifca};
 use fedcluster_core::{Model, Purpose, Workspace, stream};
 use fedcluster_data::{MnistClustersSpec, Transform, load_mnist, mnist_clusters};
 use fedcluster_models::Mlp;
-use fedcluster_sim::{InProcess, run};
+use fedcluster_sim::InProcess;
 
-use crate::bench::{BenchOptions, BenchReport, resolve_threads};
+use super::{BenchOptions, BenchReport, Benchmark, resolve_threads, timed_rounds};
 
 /// One IFCA round at the paper's size, with its assignment/training split.
-pub fn ifca_rotated_mnist_round(options: &BenchOptions) -> Result<BenchReport> {
+pub(super) fn ifca_rotated_mnist_round(
+    benchmark: Benchmark,
+    options: &BenchOptions,
+) -> Result<BenchReport> {
     let dir = options.data_dir.as_ref().context(
         "ifca-rotated-mnist reads MNIST: pass --data-dir DIR (e.g. ../shared/data/mnist)",
     )?;
@@ -77,42 +80,28 @@ pub fn ifca_rotated_mnist_round(options: &BenchOptions) -> Result<BenchReport> {
     }
     let per_client = |s: f64| s / sample as f64 * m as f64 / threads as f64;
 
-    let client = ifca::IfcaClient::new(config.aggregation, config.local_steps);
+    let client = ifca::Ifca::client(&config);
     let mut server = ifca::IfcaServer::new(config, &model, m, 1);
     let mut transport = InProcess::new(vec![client; m], batches, &model, 1, threads)?;
-    let warmup = 1;
-    let mut times = Vec::new();
-    run(
-        &mut server,
-        &mut transport,
-        warmup + options.rounds,
-        1,
-        |e| {
-            if e.round >= warmup {
-                times.push(e.seconds);
-            }
-            Ok(())
-        },
-    )?;
+    let times = timed_rounds(&mut server, &mut transport, 1, options.rounds)?;
     let (nf, d, h, c, tf) = (n as f64, data.dim as f64, hidden as f64, 10.0, tau as f64);
     let forward = 2.0 * nf * (d * h + h * c);
     let assignment = k as f64 * forward;
     // Gram matrix, τ steps (head forward and backward, K·D), the final W1.
     let training =
         2.0 * nf * nf * d + tf * (6.0 * nf * h * c + 2.0 * nf * nf * h) + 2.0 * nf * h * d;
-    Ok(BenchReport {
-        name: "ifca-rotated-mnist".into(),
+    let mut report = BenchReport::of_rounds(
+        benchmark,
         threads,
-        rounds: times.len(),
-        seconds_per_round: times.iter().sum::<f64>() / times.len().max(1) as f64,
-        best_round: times.iter().copied().fold(f64::INFINITY, f64::min),
-        flops_per_round: m as f64 * (assignment + training),
-        split: vec![
-            (
-                "assignment (k models on every client)".into(),
-                per_client(assign_s),
-            ),
-            ("local training (kernel space)".into(), per_client(train_s)),
-        ],
-    })
+        &times,
+        m as f64 * (assignment + training),
+    );
+    report.split = vec![
+        (
+            "assignment (k models on every client)".into(),
+            per_client(assign_s),
+        ),
+        ("local training (kernel space)".into(), per_client(train_s)),
+    ];
+    Ok(report)
 }

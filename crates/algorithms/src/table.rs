@@ -1,0 +1,179 @@
+//! The algorithm table's vocabulary: what an algorithm is ([`Algorithm`]: a
+//! config and the construction of its two halves), what its construction may
+//! take ([`Setup`], ground truth only as named optional inputs), and how
+//! callers visit the configured algorithm with its concrete types
+//! ([`Visit`], [`VisitType`]). The table itself, the closed
+//! [`crate::AlgorithmConfig`] enum, is written once in `lib.rs` with
+//! [`algorithm_table!`]: one line per algorithm.
+
+use std::fmt::Debug;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use fedcluster_core::{ClientHalf, Message, Model, ServerHalf};
+
+use crate::common::checked::{Checked, FieldError, Validate};
+
+/// One algorithm: its config and the construction of its halves. Each
+/// algorithm directory implements it on a unit type (`ifca::Ifca`, ...).
+pub trait Algorithm {
+    /// The config table under `[algorithm]` (without `name`).
+    type Config: Validate + Clone + Debug + Serialize + DeserializeOwned;
+    /// Server-to-client message; what crosses the wire in networked runs.
+    type Down: Message + Serialize + DeserializeOwned;
+    /// Client-to-server message.
+    type Up: Message + Serialize + DeserializeOwned;
+    /// The server half.
+    type Server: ServerHalf<Down = Self::Down, Up = Self::Up>;
+    /// The client half; every client starts from a clone of it.
+    type Client: ClientHalf<Down = Self::Down, Up = Self::Up> + Clone;
+
+    /// The server half for `setup`. Errors name the config field (relative to
+    /// `[algorithm]`) that does not fit the setup.
+    fn server(config: Checked<Self::Config>, setup: &Setup<'_>)
+    -> Result<Self::Server, FieldError>;
+
+    /// The client half: it needs the config only, so a networked client never
+    /// builds a server.
+    fn client(config: &Checked<Self::Config>) -> Self::Client;
+}
+
+/// Everything a server half may be built from besides its config.
+#[derive(Clone, Copy)]
+pub struct Setup<'a> {
+    /// The model architecture.
+    pub model: &'a dyn Model,
+    /// Number of clients in the federation.
+    pub num_clients: usize,
+    /// The run's seed (initial models come from `(seed, Init, ..)` streams).
+    pub seed: u64,
+    /// Training points per client, as the clients would report them when
+    /// joining (the two-phase method picks its anchors among the largest).
+    pub client_sizes: Option<&'a [usize]>,
+    /// Ground truth, for the oracle baselines only: each client's true
+    /// cluster.
+    pub true_clusters: Option<TrueClusters<'a>>,
+    /// Ground truth, for the oracle baselines only: the true cluster
+    /// parameters (synthetic data).
+    pub true_models: Option<&'a [Vec<f32>]>,
+}
+
+/// Ground-truth cluster labels, handed to an oracle on purpose.
+#[derive(Debug, Clone, Copy)]
+pub struct TrueClusters<'a> {
+    /// Number of clusters.
+    pub clusters: usize,
+    /// True cluster of each client.
+    pub labels: &'a [usize],
+}
+
+impl<'a> Setup<'a> {
+    /// A setup without sizes or ground truth.
+    pub fn new(model: &'a dyn Model, num_clients: usize, seed: u64) -> Self {
+        Self {
+            model,
+            num_clients,
+            seed,
+            client_sizes: None,
+            true_clusters: None,
+            true_models: None,
+        }
+    }
+
+    /// The true clusters, or an error on `field` naming what needs them.
+    pub fn require_true_clusters(
+        &self,
+        field: &str,
+        who: &str,
+    ) -> Result<TrueClusters<'a>, FieldError> {
+        self.true_clusters.ok_or_else(|| {
+            FieldError::new(
+                field,
+                format!("{who} needs the true clusters, which this run does not have"),
+            )
+        })
+    }
+}
+
+/// Receives the configured algorithm with its concrete type.
+pub trait Visit {
+    /// What visiting gives.
+    type Output;
+    /// Called with the algorithm `A` and its validated config.
+    fn visit<A: Algorithm>(self, config: Checked<A::Config>) -> Self::Output;
+}
+
+/// Receives an algorithm type by name, before any config is parsed (to read a
+/// config table as that algorithm's type).
+pub trait VisitType {
+    /// What visiting gives.
+    type Output;
+    /// Called with the algorithm `A`.
+    fn visit<A: Algorithm>(self) -> Self::Output;
+}
+
+/// Declares the algorithm modules and the closed [`crate::AlgorithmConfig`]
+/// enum, one line per algorithm: `Variant = "name" in module::Type,`. Names,
+/// validation, dispatch ([`crate::AlgorithmConfig::visit`]) and the
+/// unknown-name error all derive from these lines.
+macro_rules! algorithm_table {
+    ($($variant:ident = $name:literal in $module:ident :: $algorithm:ident,)*) => {
+        $(pub mod $module;)*
+
+        /// The algorithms, chosen by `name` in the `[algorithm]` table.
+        #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+        #[serde(tag = "name", deny_unknown_fields)]
+        pub enum AlgorithmConfig {
+            $(
+                #[doc = concat!("`name = \"", $name, "\"`: see [`", stringify!($module), "`].")]
+                #[serde(rename = $name)]
+                $variant(<$module::$algorithm as $crate::table::Algorithm>::Config),
+            )*
+        }
+
+        impl AlgorithmConfig {
+            /// Every algorithm name, in table order.
+            pub const NAMES: &[&str] = &[$($name),*];
+
+            /// The `name` of the algorithm as written in configs.
+            pub fn name(&self) -> &'static str {
+                match self {
+                    $(AlgorithmConfig::$variant(_) => $name,)*
+                }
+            }
+
+            /// Validates the config and hands it to `visitor` with the
+            /// algorithm's type.
+            pub fn visit<V: $crate::table::Visit>(
+                &self,
+                visitor: V,
+            ) -> Result<V::Output, $crate::FieldError> {
+                Ok(match self {
+                    $(AlgorithmConfig::$variant(c) => visitor
+                        .visit::<$module::$algorithm>($crate::Checked::new(c.clone())?),)*
+                })
+            }
+
+            /// Hands the algorithm called `name` to `visitor` (`None` for an
+            /// unknown name).
+            pub fn visit_named<V: $crate::table::VisitType>(
+                name: &str,
+                visitor: V,
+            ) -> Option<V::Output> {
+                match name {
+                    $($name => Some(visitor.visit::<$module::$algorithm>()),)*
+                    _ => None,
+                }
+            }
+
+            /// Checks every field.
+            pub fn validate(&self) -> Result<(), $crate::FieldError> {
+                match self {
+                    $(AlgorithmConfig::$variant(c) => $crate::Validate::validate(c),)*
+                }
+            }
+        }
+    };
+}
+pub(crate) use algorithm_table;
