@@ -10,5 +10,6 @@ pub mod net_commands;
 pub mod network;
 pub mod plot;
 pub mod reproduce;
+pub mod reproduce_command;
 pub mod rundir;
 pub mod table;

@@ -282,7 +282,7 @@ fn serve_run(
         },
         &mut |p| show_progress(&bar, p),
     )
-    .and_then(|(outcome, stats)| Ok((write_run(&dir, &config, &outcome)?, stats)));
+    .and_then(|(outcome, stats)| Ok((write_run(&dir, &config, &outcome, true)?, stats)));
     bar.finish_and_clear();
     let (summary, stats) = match result {
         Ok(s) => s,

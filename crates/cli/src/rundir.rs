@@ -12,7 +12,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use fedcluster_sim::record::RoundRecord;
 
@@ -20,7 +20,7 @@ use crate::config::RunConfig;
 use crate::experiment::Outcome;
 
 /// Final metrics of the selected replica.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Final {
     /// Training loss in the last round.
     pub train_loss: Option<f64>,
@@ -41,7 +41,7 @@ pub struct Final {
 }
 
 /// Final metrics of one replica.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct ReplicaSummary {
     /// Replica index.
     pub replica: usize,
@@ -55,8 +55,8 @@ pub struct ReplicaSummary {
     pub diverged: bool,
 }
 
-/// `summary.json`.
-#[derive(Debug, Serialize)]
+/// `summary.json` (read back by the reproduction harness).
+#[derive(Debug, Serialize, Deserialize)]
 pub struct Summary {
     /// Algorithm name.
     pub algorithm: String,
@@ -256,15 +256,21 @@ impl RunDir {
     }
 }
 
-/// Writes every file of a finished run.
-pub fn write_run(dir: &RunDir, config: &RunConfig, outcome: &Outcome) -> Result<Summary> {
+/// Writes every file of a finished run; `replicas.csv` (every replica's
+/// rounds) only when `with_replicas` and there are several.
+pub fn write_run(
+    dir: &RunDir,
+    config: &RunConfig,
+    outcome: &Outcome,
+    with_replicas: bool,
+) -> Result<Summary> {
     dir.write("config.toml", &config.to_toml()?)?;
     let selected = outcome
         .records
         .iter()
         .filter(|r| r.replica == outcome.selected);
     dir.write("metrics.csv", &metrics_csv(selected, false))?;
-    if outcome.replicas > 1 {
+    if with_replicas && outcome.replicas > 1 {
         dir.write("replicas.csv", &metrics_csv(&outcome.records, true))?;
     }
     let mut timing = String::from("round,seconds,bytes_down,bytes_up\n");

@@ -41,3 +41,23 @@ pub fn check(text: &str, overrides: &[&str]) -> Outcome {
 pub fn last(o: &Outcome) -> fedcluster_sim::record::RoundRecord {
     o.final_record().expect("at least one round").clone()
 }
+
+/// `../shared/data/mnist`, or `None` where it is absent (a clone outside the
+/// project's workspace), with a note on stderr naming `test` that shows even
+/// when `cargo test` captures the test's output.
+pub fn mnist_dir(test: &str) -> Option<std::path::PathBuf> {
+    use std::io::Write as _;
+    let dir = std::path::PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../shared/data/mnist"
+    ));
+    if dir.is_dir() {
+        return Some(dir);
+    }
+    let _ = writeln!(
+        std::io::stderr(),
+        "SKIPPED {test}: no MNIST at {} (see the README's Data section)",
+        dir.display()
+    );
+    None
+}

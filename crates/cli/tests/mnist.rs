@@ -4,9 +4,7 @@
 mod common;
 use std::process::Command;
 
-use common::{check, last};
-
-const MNIST_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data/mnist");
+use common::{check, last, mnist_dir};
 
 fn config(data_dir: Option<&str>) -> String {
     let dir = data_dir
@@ -38,7 +36,10 @@ local_steps = 5
 
 #[test]
 fn ifca_with_an_mlp_runs_on_rotated_mnist() {
-    let r = last(&check(&config(Some(MNIST_DIR)), &[]));
+    let Some(dir) = mnist_dir("ifca_with_an_mlp_runs_on_rotated_mnist") else {
+        return;
+    };
+    let r = last(&check(&config(Some(&dir.display().to_string())), &[]));
     let acc = r.test_accuracy.expect("classification reports accuracy");
     assert!(acc > 0.2 && acc <= 1.0, "test accuracy {acc}");
     assert!(r.misclustering.is_some());
@@ -49,6 +50,9 @@ fn ifca_with_an_mlp_runs_on_rotated_mnist() {
 
 #[test]
 fn a_missing_data_dir_is_named_and_the_flag_supplies_it() {
+    let Some(mnist) = mnist_dir("a_missing_data_dir_is_named_and_the_flag_supplies_it") else {
+        return;
+    };
     let dir = std::env::temp_dir().join(format!("fedcluster-mnist-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("m.toml"), config(None)).unwrap();
@@ -72,7 +76,7 @@ fn a_missing_data_dir_is_named_and_the_flag_supplies_it() {
         !out.status.success() && err.contains("/nonexistent/mnist"),
         "{err}"
     );
-    let out = run(&["--data-dir", MNIST_DIR]);
+    let out = run(&["--data-dir", &mnist.display().to_string()]);
     assert!(
         out.status.success(),
         "{}",
@@ -83,7 +87,10 @@ fn a_missing_data_dir_is_named_and_the_flag_supplies_it() {
 
 #[test]
 fn local_models_are_scored_on_their_clusters_test_data() {
-    let cfg = config(Some(MNIST_DIR)).replace(
+    let Some(dir) = mnist_dir("local_models_are_scored_on_their_clusters_test_data") else {
+        return;
+    };
+    let cfg = config(Some(&dir.display().to_string())).replace(
         "name = \"ifca\"\nclusters = 2\naggregation = \"model\"\nlr = 0.1\nlocal_steps = 5",
         "name = \"local\"\nlr = 0.1\nlocal_steps = 20",
     );
@@ -95,7 +102,10 @@ fn local_models_are_scored_on_their_clusters_test_data() {
 
 #[test]
 fn ifca_with_the_papers_cnn_runs_on_mnist() {
-    let cfg = config(Some(MNIST_DIR))
+    let Some(dir) = mnist_dir("ifca_with_the_papers_cnn_runs_on_mnist") else {
+        return;
+    };
+    let cfg = config(Some(&dir.display().to_string()))
         .replace("rounds = 5", "rounds = 2")
         .replace(
             "clients = 8\npoints_per_client = 100",
@@ -120,6 +130,10 @@ fn ifca_with_the_papers_cnn_runs_on_mnist() {
 /// anchor's model.
 #[test]
 fn two_phase_runs_on_anchored_mnist_and_phase1_separates_the_rotations() {
+    let test = "two_phase_runs_on_anchored_mnist_and_phase1_separates_the_rotations";
+    let Some(dir) = mnist_dir(test) else {
+        return;
+    };
     let cfg = format!(
         r#"
 seed = 1
@@ -133,7 +147,7 @@ anchor_points = 20
 clients = 25000
 points_per_client = 2
 downsample = true
-data_dir = {MNIST_DIR:?}
+data_dir = {dir:?}
 [model]
 kind = "logistic"
 [algorithm]

@@ -2,53 +2,11 @@
 
 use std::time::Instant;
 
-use thiserror::Error;
-
 use fedcluster_core::params::all_finite;
-use fedcluster_core::{
-    AlgoError, ClientId, Message, Purpose, RoundCtx, ServerHalf, Snapshot, stream,
-};
+use fedcluster_core::{Message, Purpose, RoundCtx, ServerHalf, Snapshot, stream};
 
+use crate::error::EngineError;
 use crate::transport::Transport;
-
-/// Errors of a federated run.
-#[derive(Debug, Error)]
-pub enum EngineError {
-    /// The engine could not be set up.
-    #[error("setup: {0}")]
-    Setup(String),
-    /// The server produced an invalid plan.
-    #[error("invalid plan: {0}")]
-    Plan(String),
-    /// A client half failed.
-    #[error("round {round}, client {client}: {source}")]
-    Client {
-        round: usize,
-        client: ClientId,
-        #[source]
-        source: AlgoError,
-    },
-    /// The server half failed.
-    #[error("round {round}: {source}")]
-    Server {
-        round: usize,
-        #[source]
-        source: AlgoError,
-    },
-    /// A reply or a model holds NaN or infinity.
-    #[error("non-finite values at round {round}{}: {what}", client.map(|c| format!(", client {c}")).unwrap_or_default())]
-    NonFinite {
-        round: usize,
-        client: Option<ClientId>,
-        what: String,
-    },
-    /// The observer asked to stop (e.g. a metrics sink failed).
-    #[error("stopped by observer: {0}")]
-    Stopped(String),
-    /// The transport failed (networked mode: too few replies, IO).
-    #[error("transport: {0}")]
-    Transport(String),
-}
 
 /// What the observer learns after each round.
 #[derive(Debug)]

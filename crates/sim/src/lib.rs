@@ -9,8 +9,10 @@
 //! the client.
 
 mod engine;
+mod error;
 pub mod record;
 mod transport;
 
-pub use engine::{EngineError, RoundEvent, run};
+pub use engine::{RoundEvent, run};
+pub use error::EngineError;
 pub use transport::{InProcess, Transport, check_plan};

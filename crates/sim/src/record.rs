@@ -62,12 +62,14 @@ pub enum TestPick {
     Assigned,
 }
 
-/// One row of `metrics.csv`: a replica after a round.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+/// One row of `metrics.csv`: a replica after a round. (Read back from a
+/// `metrics.csv`, which has neither, `replica` and `seconds` are 0.)
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct RoundRecord {
     /// Round index, from 0.
     pub round: usize,
     /// Replica (restart) index.
+    #[serde(default)]
     pub replica: usize,
     /// Sample-weighted training loss reported by the clients.
     pub train_loss: Option<f64>,
@@ -95,6 +97,7 @@ pub struct RoundRecord {
     /// Bytes sent up this round.
     pub bytes_up: u64,
     /// Seconds this round took.
+    #[serde(default)]
     pub seconds: f64,
     /// Whether the replica has diverged.
     pub diverged: bool,

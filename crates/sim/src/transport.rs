@@ -8,7 +8,7 @@ use fedcluster_core::{
     AlgoError, Batch, ClientEnv, ClientHalf, ClientId, Model, Purpose, RoundCtx, Workspace, stream,
 };
 
-use crate::engine::EngineError;
+use crate::error::EngineError;
 
 /// Delivers a round's plan and hands the replies to `deliver`, one at a time and
 /// in client-id order.

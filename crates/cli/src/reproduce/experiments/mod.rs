@@ -1,0 +1,40 @@
+//! The paper experiments, each an [`Experiment`](super::harness::Experiment)
+//! built from its options: settings, methods (config files under `configs/`
+//! with overrides) and the paper's numbers.
+
+pub mod ifca_success;
+pub mod mixed_regression;
+pub mod mixed_regression_mnist;
+pub mod rotated_mnist;
+pub mod srfca_mnist;
+
+use std::path::PathBuf;
+
+use crate::config::data_dir_override;
+
+/// What every grid experiment takes from the command line.
+#[derive(Debug, Clone, Default)]
+pub struct Protocol {
+    /// A smoke run: a few rounds, one seed.
+    pub quick: bool,
+    /// Rounds instead of the paper's.
+    pub rounds: Option<usize>,
+    /// Seeds instead of the default.
+    pub seeds: Option<usize>,
+    /// The real data set's directory.
+    pub data_dir: Option<PathBuf>,
+}
+
+impl Protocol {
+    /// Seeds per cell: `--seeds`, else one for `--quick`, else `full`.
+    pub fn seeds(&self, full: usize) -> usize {
+        self.seeds
+            .unwrap_or(if self.quick { 1 } else { full })
+            .max(1)
+    }
+
+    /// The override pointing `data.data_dir` at `--data-dir`.
+    pub fn data_dir_override(&self) -> Option<String> {
+        self.data_dir.as_deref().map(data_dir_override)
+    }
+}

@@ -1,0 +1,263 @@
+//! The reproduction harness: runs an [`Experiment`]'s grid of settings x
+//! methods x seeds with one progress display, saves every finished run as it
+//! completes, resumes (a re-run with the same `--out` runs only what is
+//! missing), and writes `results.csv`, `curves.csv`, the plots and `report.md`
+//! from every finished run found in the output directory.
+
+mod report;
+mod spec;
+mod stored;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use indicatif::{ProgressBar, ProgressStyle};
+
+use fedcluster_data::FederatedData;
+use fedcluster_sim::EngineError;
+
+use crate::config::RunConfig;
+use crate::experiment::{build_data, execute};
+
+pub(crate) use spec::config_file;
+pub use spec::{
+    Column, ConfigFile, Experiment, FIGURES_ONLY, Field, Layout, Method, Metric, POINTS, Paper,
+    Plot, Setting, TEN_PERCENT, Table, Tolerance,
+};
+pub use stored::Finished;
+
+/// How a reproduction is run.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    /// The output directory (finished runs, report).
+    pub out: PathBuf,
+    /// Worker threads of each run (0: one per core); results do not depend on it.
+    pub threads: usize,
+    /// Only these settings, by key (all when empty).
+    pub only_settings: Vec<String>,
+    /// Only these methods, by key (all when empty).
+    pub only_methods: Vec<String>,
+}
+
+/// One cell of the grid: a (setting, method, seed).
+struct Cell {
+    setting: usize,
+    method: usize,
+    seed: u64,
+}
+
+impl Experiment {
+    /// The run config of `cell` (before data-derived overrides).
+    fn config(&self, cell: &Cell, data_overrides: &[String], threads: usize) -> Result<RunConfig> {
+        let (setting, method) = (&self.settings[cell.setting], &self.methods[cell.method]);
+        let seed = setting.seed_offset + cell.seed;
+        let mut overrides = vec![format!("seed={seed}"), format!("threads={threads}")];
+        overrides.extend(self.overrides.iter().cloned());
+        overrides.extend(setting.overrides.iter().cloned());
+        overrides.extend(method.overrides.iter().cloned());
+        for (i, extra) in &method.per_setting {
+            if *i == cell.setting {
+                overrides.extend(extra.iter().cloned());
+            }
+        }
+        overrides.extend(data_overrides.iter().cloned());
+        RunConfig::parse(method.config.text, &overrides, method.config.path)
+            .with_context(|| format!("{} in setting {}", method.label, setting.label))
+    }
+
+    /// Where the run of `cell` is saved.
+    fn run_dir(&self, out: &Path, cell: &Cell) -> PathBuf {
+        out.join("runs")
+            .join(&self.settings[cell.setting].key)
+            .join(self.methods[cell.method].key)
+            .join(format!("seed-{}", cell.seed))
+    }
+
+    /// Every cell with a finished run in `out` (`saved_cells` reads the seed
+    /// numbers off the directory names).
+    fn saved_cells(&self, out: &Path) -> Result<Vec<Cell>> {
+        let seed_of =
+            |e: std::fs::DirEntry| e.file_name().to_str()?.strip_prefix("seed-")?.parse().ok();
+        let mut cells = Vec::new();
+        for (setting, s) in self.settings.iter().enumerate() {
+            for (method, m) in self.methods.iter().enumerate() {
+                let dir = out.join("runs").join(&s.key).join(m.key);
+                let Ok(entries) = std::fs::read_dir(&dir) else {
+                    continue;
+                };
+                let mut seeds: Vec<u64> = entries.flatten().filter_map(seed_of).collect();
+                seeds.retain(|s| stored::is_finished(&dir.join(format!("seed-{s}"))));
+                seeds.sort_unstable();
+                cells.extend(seeds.into_iter().map(|seed| Cell {
+                    setting,
+                    method,
+                    seed,
+                }));
+            }
+        }
+        Ok(cells)
+    }
+
+    /// The selected cells, setting-major then seed then method (so each data
+    /// set is built once).
+    fn cells(&self, o: &RunOptions) -> Result<Vec<Cell>> {
+        let pick = |keys: &[String], key: &str| {
+            keys.is_empty() || keys.iter().any(|k| k.eq_ignore_ascii_case(key))
+        };
+        let settings: Vec<&str> = self.settings.iter().map(|s| s.key.as_str()).collect();
+        let methods: Vec<&str> = self.methods.iter().map(|m| m.key).collect();
+        for (wanted, known, what) in [
+            (&o.only_settings, settings, "setting"),
+            (&o.only_methods, methods, "method"),
+        ] {
+            let unknown = |w: &&String| !known.iter().any(|k| k.eq_ignore_ascii_case(w));
+            if let Some(bad) = wanted.iter().find(unknown) {
+                bail!(
+                    "--only-{what} {bad}: {} has no such {what}; known: {}",
+                    self.name,
+                    known.join(", ")
+                );
+            }
+        }
+        let mut cells = Vec::new();
+        for (si, setting) in self.settings.iter().enumerate() {
+            if !pick(&o.only_settings, &setting.key) {
+                continue;
+            }
+            for seed in 1..=self.seeds as u64 {
+                for (mi, method) in self.methods.iter().enumerate() {
+                    if pick(&o.only_methods, method.key) {
+                        cells.push(Cell {
+                            setting: si,
+                            method: mi,
+                            seed,
+                        });
+                    }
+                }
+            }
+        }
+        Ok(cells)
+    }
+}
+
+/// Runs what is missing of `exp`'s selected grid into `o.out`, then writes the
+/// report from every finished run there; returns the report's tables.
+pub fn run(exp: &Experiment, o: &RunOptions) -> Result<String> {
+    let selected = exp.cells(o)?;
+    let mut grid = Grid {
+        exp,
+        threads: o.threads,
+        data: None,
+    };
+    // Every finished run in `out`, selected or not, checked against this
+    // command's protocol before anything runs.
+    let mut finished = Vec::new();
+    for cell in exp.saved_cells(&o.out)? {
+        let run = grid.check(&exp.run_dir(&o.out, &cell), &cell)?;
+        finished.push((cell, run));
+    }
+    let todo: Vec<Cell> = selected
+        .into_iter()
+        .filter(|c| !stored::is_finished(&exp.run_dir(&o.out, c)))
+        .collect();
+    let bar = ProgressBar::new(todo.len() as u64).with_style(
+        ProgressStyle::with_template(
+            "{bar:30} {pos}/{len} runs  {msg}  {elapsed_precise} (eta {eta})",
+        )
+        .expect("valid template"),
+    );
+    for cell in todo {
+        let label = format!(
+            "{} · {} · seed {}",
+            exp.settings[cell.setting].key, exp.methods[cell.method].key, cell.seed
+        );
+        bar.set_message(label.clone());
+        let config = grid.config(&cell).with_context(|| label.clone())?;
+        let data = grid.data(&config).with_context(|| label.clone())?;
+        let rounds = config.rounds;
+        let outcome = execute(&config, data, &mut |p| {
+            bar.set_message(format!("{label} · round {}/{rounds}", p.round + 1));
+        });
+        let dir = exp.run_dir(&o.out, &cell);
+        match &outcome {
+            Ok(outcome) => stored::save(&dir, &config, Ok(outcome))?,
+            Err(e) if is_divergence(e) => stored::save(&dir, &config, Err(&format!("{e:#}")))?,
+            Err(e) => bail!("{label}: {e:#}"),
+        }
+        finished.push((cell, stored::load(&dir)?));
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    report::write(exp, &o.out, &finished)
+}
+
+/// Resolves the grid's configs, keeping the last data set built.
+struct Grid<'e> {
+    exp: &'e Experiment,
+    threads: usize,
+    /// The last data set, keyed by its config section and seed: the methods
+    /// of one (setting, seed) usually share it.
+    data: Option<(String, FederatedData)>,
+}
+
+impl Grid<'_> {
+    /// The finished run in `dir`, which must come from the protocol asked for
+    /// now: averaging unlike runs would be wrong.
+    fn check(&mut self, dir: &Path, cell: &Cell) -> Result<Finished> {
+        let done = stored::load(dir)?;
+        let expected = self.config(cell)?;
+        if protocol(&done.config)? != protocol(&expected)? {
+            bail!(
+                "{} holds a finished run of another protocol (rounds, sizes or method \
+                 settings differ from this command's): use another --out, or remove it",
+                dir.display()
+            );
+        }
+        Ok(done)
+    }
+
+    /// The data set of `config`.
+    fn data(&mut self, config: &RunConfig) -> Result<&FederatedData> {
+        let key = format!("{}seed = {}", toml::to_string(&config.data)?, config.seed);
+        if self.data.as_ref().is_none_or(|(k, _)| *k != key) {
+            self.data = None; // free the last one before building the next
+            self.data = Some((key, build_data(config)?));
+        }
+        Ok(&self.data.as_ref().expect("just built").1)
+    }
+
+    /// The run config of `cell`, with the overrides derived from its data
+    /// set where the experiment has them.
+    fn config(&mut self, cell: &Cell) -> Result<RunConfig> {
+        let config = self.exp.config(cell, &[], self.threads)?;
+        let Some(derive) = self.exp.from_data else {
+            return Ok(config);
+        };
+        let derived = derive(self.data(&config)?);
+        self.exp.config(cell, &derived, self.threads)
+    }
+}
+
+/// What makes two runs comparable: the config without the thread count and
+/// the data's directory.
+fn protocol(config: &RunConfig) -> Result<toml::Table> {
+    let mut table = toml::Table::try_from(config)?;
+    table.remove("threads");
+    if let Some(data) = table.get_mut("data").and_then(|d| d.as_table_mut()) {
+        data.remove("data_dir");
+    }
+    Ok(table)
+}
+
+/// Whether `e` is training diverging (a result, saved as such) rather than a
+/// failure to run.
+fn is_divergence(e: &anyhow::Error) -> bool {
+    matches!(
+        e.downcast_ref::<EngineError>(),
+        Some(EngineError::NonFinite { .. })
+            | Some(EngineError::Server {
+                source: fedcluster_core::AlgoError::Diverged { .. },
+                ..
+            })
+    )
+}

@@ -1,0 +1,396 @@
+//! `report.md` (a verdict per table, ours mean ± std beside the paper with the
+//! seed count, the protocol), `results.csv`, `curves.csv` and the plots, all
+//! from the finished runs.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+
+use super::Cell;
+use super::spec::{Experiment, Layout, Metric, Plot, Table};
+use super::stored::{Finished, RunKey, write_csv};
+use crate::plot::{Series, line_chart};
+use crate::table::render;
+
+/// Writes every output file into `out`; returns the tables as printed.
+pub fn write(exp: &Experiment, out: &Path, runs: &[(Cell, Finished)]) -> Result<String> {
+    std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
+    let key = |c: &Cell| RunKey {
+        setting: exp.settings[c.setting].key.clone(),
+        method: exp.methods[c.method].key.into(),
+        seed: c.seed,
+    };
+    let results = runs.iter().map(|(c, r)| r.result_row(key(c)));
+    write_csv(&out.join("results.csv"), results)?;
+    if exp.curves {
+        let rounds = runs
+            .iter()
+            .flat_map(|(c, r)| r.records.iter().map(move |rec| (key(c), rec)));
+        write_csv(&out.join("curves.csv"), rounds)?;
+    }
+    let cells = Cells { exp, runs };
+    let (mut verdicts, mut tables) = (String::new(), String::new());
+    if exp.smoke {
+        verdicts.push_str(
+            "**A smoke run (`--quick` or fewer rounds than the paper's): these verdicts compare \
+             another protocol with the paper's numbers.**\n\n",
+        );
+    }
+    for table in &exp.tables {
+        let (text, verdict) = match table.layout {
+            Layout::Long => cells.long_table(table),
+            Layout::Grid => (cells.grid_table(table), None),
+        };
+        let why = table
+            .no_paper
+            .as_deref()
+            .unwrap_or("the paper gives no numbers");
+        let verdict = verdict.unwrap_or_else(|| format!("not comparable: {why}"));
+        let _ = writeln!(verdicts, "- **{}**: {verdict}", table.title);
+        let _ = write!(tables, "## {}\n\n{text}\n", table.title);
+    }
+    for s in &exp.settings {
+        if let Some(paper) = &s.paper {
+            let _ = writeln!(tables, "Paper, {}: {paper}.\n", s.label);
+        }
+    }
+    let mut files = vec!["`results.csv` (every run's final numbers)".to_string()];
+    if exp.curves {
+        files.push("`curves.csv` (every round of every run)".into());
+    }
+    files.extend(cells.plots(out)?);
+    let notes: String = exp.notes.iter().map(|n| format!("{n}\n\n")).collect();
+    let diverged = runs.iter().filter(|(_, r)| r.diverged()).count();
+    let report = format!(
+        "# {title}\n\n## Verdicts\n\n{verdicts}\nA cell is reproduced when ours is within \
+         1.5 points (percentages) or 10% (other quantities) of the paper's number.\n\n\
+         ## Protocol\n\n{protocol}\n\nSeeds per (setting, method): {seeds}; {runs} finished runs, \
+         {diverged} of them diverged. Every run is kept under `runs/<setting>/<method>/seed-<s>/`; \
+         re-running the command with the same `--out` runs only what is missing.\n\n{tables}{notes}\
+         Files: {files}.\n",
+        title = exp.title,
+        protocol = exp.protocol,
+        seeds = seed_range(&cells.seed_counts()),
+        runs = runs.len(),
+        files = files.join(", "),
+    );
+    let path = out.join("report.md");
+    std::fs::write(&path, report).with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(tables)
+}
+
+fn seed_range(counts: &[usize]) -> String {
+    match (counts.iter().min(), counts.iter().max()) {
+        (Some(a), Some(b)) if a == b => a.to_string(),
+        (Some(a), Some(b)) => format!("{a} to {b}"),
+        _ => "none yet".into(),
+    }
+}
+
+/// The finished runs, grouped by (setting, method).
+struct Cells<'a> {
+    exp: &'a Experiment,
+    runs: &'a [(Cell, Finished)],
+}
+
+/// A metric's values over the seeds of one (setting, method).
+struct Stat {
+    values: Vec<f64>,
+    runs: usize,
+}
+
+impl Stat {
+    fn mean_std(&self) -> Option<(f64, f64)> {
+        (!self.values.is_empty()).then(|| mean_std(&self.values))
+    }
+
+    fn show(&self, metric: Metric) -> String {
+        let d = digits(metric);
+        match self.mean_std() {
+            None if self.runs == 0 => "-".into(),
+            None => "n/a".into(),
+            Some((m, _)) if self.values.len() == 1 => format!("{m:.d$}"),
+            Some((m, s)) => format!("{m:.d$} ± {s:.d$}"),
+        }
+    }
+}
+
+impl Cells<'_> {
+    fn runs(&self, setting: usize, method: usize) -> impl Iterator<Item = &Finished> {
+        self.runs
+            .iter()
+            .filter(move |(c, _)| c.setting == setting && c.method == method)
+            .map(|(_, r)| r)
+    }
+
+    fn stat(&self, setting: usize, method: usize, metric: Metric) -> Stat {
+        let runs: Vec<&Finished> = self.runs(setting, method).collect();
+        Stat {
+            values: runs.iter().filter_map(|r| r.value(metric)).collect(),
+            runs: runs.len(),
+        }
+    }
+
+    fn paper(&self, setting: usize, method: usize, metric: Metric) -> Option<(f64, Option<f64>)> {
+        let p = self.exp.methods[method]
+            .paper
+            .iter()
+            .find(|p| p.metric == metric)?;
+        p.values.get(setting).copied().flatten()
+    }
+
+    /// Finished runs per (setting, method) that has any.
+    fn seed_counts(&self) -> Vec<usize> {
+        let mut counts = std::collections::BTreeMap::new();
+        for (c, _) in self.runs {
+            *counts.entry((c.setting, c.method)).or_insert(0) += 1;
+        }
+        counts.into_values().collect()
+    }
+
+    /// A row per (setting, method) with any number; the table's verdict
+    /// (`None` when no cell has a paper number).
+    fn long_table(&self, table: &Table) -> (String, Option<String>) {
+        let with_paper: Vec<bool> = table
+            .columns
+            .iter()
+            .map(|c| {
+                self.exp
+                    .methods
+                    .iter()
+                    .any(|m| m.paper.iter().any(|p| p.metric == c.metric))
+            })
+            .collect();
+        let mut header = vec!["setting".to_string(), "method".to_string()];
+        for (c, paper) in table.columns.iter().zip(&with_paper) {
+            header.push(format!("{} (ours)", c.header));
+            if *paper {
+                header.push("paper".into());
+            }
+        }
+        header.extend(["seeds".into(), "verdict".into()]);
+        let (mut rows, mut within, mut compared, mut outside) = (Vec::new(), 0, 0, Vec::new());
+        for (si, setting) in self.exp.settings.iter().enumerate() {
+            for (mi, method) in self.exp.methods.iter().enumerate() {
+                let stats: Vec<Stat> = table
+                    .columns
+                    .iter()
+                    .map(|c| self.stat(si, mi, c.metric))
+                    .collect();
+                let papers: Vec<_> = table
+                    .columns
+                    .iter()
+                    .map(|c| self.paper(si, mi, c.metric))
+                    .collect();
+                if stats.iter().all(|s| s.values.is_empty()) && papers.iter().all(Option::is_none) {
+                    continue;
+                }
+                let mut row = vec![setting.label.clone(), method.label.to_string()];
+                let mut verdict = Vec::new();
+                for (((c, stat), paper), shown) in table
+                    .columns
+                    .iter()
+                    .zip(&stats)
+                    .zip(&papers)
+                    .zip(&with_paper)
+                {
+                    row.push(stat.show(c.metric));
+                    if *shown {
+                        let d = digits(c.metric);
+                        row.push(match paper {
+                            Some((p, Some(sd))) => format!("{p:.d$} ± {sd:.d$}"),
+                            Some((p, None)) => format!("{p:.d$}"),
+                            None => "-".into(),
+                        });
+                    }
+                    if let (Some((p, _)), Some((ours, _))) = (paper, stat.mean_std()) {
+                        let ok = c.tolerance.holds(ours, *p);
+                        compared += 1;
+                        if ok {
+                            within += 1;
+                        } else {
+                            let d = digits(c.metric);
+                            outside.push(format!(
+                                "{} / {} / {}: {ours:.d$} vs {p:.d$}",
+                                setting.label, method.label, c.header
+                            ));
+                        }
+                        verdict.push(ok);
+                    }
+                }
+                row.push(stats.iter().map(|s| s.runs).max().unwrap_or(0).to_string());
+                row.push(match (verdict.is_empty(), verdict.iter().all(|v| *v)) {
+                    (true, _) => "-".into(),
+                    (false, true) => "reproduced".into(),
+                    (false, false) => "not reproduced".into(),
+                });
+                rows.push(row);
+            }
+        }
+        let header: Vec<&str> = header.iter().map(String::as_str).collect();
+        let verdict = (compared > 0).then(|| {
+            if outside.is_empty() {
+                format!("reproduced ({within} of {compared} cells within tolerance)")
+            } else {
+                format!(
+                    "not reproduced in {} of {compared} cells ({})",
+                    outside.len(),
+                    outside.join("; ")
+                )
+            }
+        });
+        (render(&header, &rows), verdict)
+    }
+
+    /// The first column's metric, settings placed on their grid (one method).
+    fn grid_table(&self, table: &Table) -> String {
+        let Some(column) = table.columns.first() else {
+            return String::new();
+        };
+        let (rows, xs) = self.grid_axes();
+        let mut header = vec![String::new()];
+        header.extend(xs.iter().map(|x| format!("{x}")));
+        let body: Vec<Vec<String>> =
+            rows.iter()
+                .map(|row| {
+                    let mut cells = vec![row.clone()];
+                    for x in &xs {
+                        let at = self.exp.settings.iter().position(|s| {
+                            s.grid.as_ref().is_some_and(|(r, sx)| r == row && sx == x)
+                        });
+                        cells.push(at.map_or("-".into(), |si| {
+                            self.stat(si, 0, column.metric).show(column.metric)
+                        }));
+                    }
+                    cells
+                })
+                .collect();
+        let header: Vec<&str> = header.iter().map(String::as_str).collect();
+        format!(
+            "{}, {} seeds per cell:\n\n{}",
+            column.header,
+            seed_range(&self.seed_counts()),
+            render(&header, &body)
+        )
+    }
+
+    /// The distinct grid rows and x values, in settings order.
+    fn grid_axes(&self) -> (Vec<String>, Vec<f64>) {
+        let (mut rows, mut xs) = (Vec::<String>::new(), Vec::<f64>::new());
+        for (r, x) in self.exp.settings.iter().filter_map(|s| s.grid.as_ref()) {
+            if !rows.contains(r) {
+                rows.push(r.clone());
+            }
+            if !xs.contains(x) {
+                xs.push(*x);
+            }
+        }
+        (rows, xs)
+    }
+
+    /// Draws the experiment's plots; returns the files written.
+    fn plots(&self, out: &Path) -> Result<Vec<String>> {
+        let mut files = Vec::new();
+        for plot in &self.exp.plots {
+            match *plot {
+                Plot::Curves { field, log10 } => {
+                    for (si, setting) in self.exp.settings.iter().enumerate() {
+                        let series: Vec<Series> = self
+                            .exp
+                            .methods
+                            .iter()
+                            .enumerate()
+                            .filter_map(|(mi, m)| {
+                                let run = self.runs.iter().find(|(c, _)| {
+                                    c.setting == si && c.method == mi && c.seed == 1
+                                })?;
+                                let points: Vec<(f64, f64)> = run
+                                    .1
+                                    .records
+                                    .iter()
+                                    .filter_map(|r| Some((r.round as f64 + 1.0, field.of(r)?)))
+                                    .filter(|(_, v)| !log10 || *v > 0.0)
+                                    .map(|(x, v)| (x, if log10 { v.log10() } else { v }))
+                                    .collect();
+                                (!points.is_empty()).then(|| Series {
+                                    label: m.label.into(),
+                                    points,
+                                })
+                            })
+                            .collect();
+                        if series.is_empty() {
+                            continue;
+                        }
+                        let name = field.name().replace([' ', '%'], "_").replace("__", "_");
+                        let file = format!("{}_{}.svg", name.trim_end_matches('_'), setting.key);
+                        let y = if log10 {
+                            format!("log10 {}", field.name())
+                        } else {
+                            field.name().into()
+                        };
+                        line_chart(
+                            &out.join(&file),
+                            &format!("{}, seed 1", setting.label),
+                            "round",
+                            &y,
+                            &series,
+                        )?;
+                        files.push(format!("plot `{file}`"));
+                    }
+                }
+                Plot::Grid {
+                    metric,
+                    file,
+                    x_label,
+                } => {
+                    let (rows, _) = self.grid_axes();
+                    let series: Vec<Series> = rows
+                        .iter()
+                        .map(|row| Series {
+                            label: row.clone(),
+                            points: self
+                                .exp
+                                .settings
+                                .iter()
+                                .enumerate()
+                                .filter_map(|(si, s)| {
+                                    let (r, x) = s.grid.as_ref()?;
+                                    let (mean, _) = self.stat(si, 0, metric).mean_std()?;
+                                    (r == row).then_some((*x, mean))
+                                })
+                                .collect(),
+                        })
+                        .collect();
+                    let path = out.join(format!("{file}.svg"));
+                    line_chart(&path, &self.exp.title, x_label, "mean over seeds", &series)?;
+                    files.push(format!("plot `{file}.svg`"));
+                }
+            }
+        }
+        Ok(files)
+    }
+}
+
+/// Decimals to show for `metric`.
+fn digits(metric: Metric) -> usize {
+    use super::spec::Field;
+    match metric {
+        Metric::Final(f) | Metric::AtEval(f, _) | Metric::BestReplica(f) => match f {
+            Field::ParamError | Field::TestLoss | Field::TrainLoss => 4,
+            Field::ClustersFound => 1,
+            _ => 2,
+        },
+        Metric::IfcaSuccess | Metric::MsPerRound { .. } => 2,
+        Metric::Seconds => 1,
+    }
+}
+
+/// Mean and sample standard deviation (0 for fewer than two values).
+pub(crate) fn mean_std(v: &[f64]) -> (f64, f64) {
+    let n = v.len().max(1) as f64;
+    let mean = v.iter().sum::<f64>() / n;
+    let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>()
+        / (v.len().saturating_sub(1).max(1)) as f64;
+    (mean, var.sqrt())
+}

@@ -1,0 +1,297 @@
+//! What an experiment declares: its settings, its methods (each a label, the
+//! paper's numbers and a config file with overrides), its seeds, the tables
+//! and plots of its report. Data only; [`super::run`] does the rest.
+
+use fedcluster_data::FederatedData;
+use fedcluster_sim::record::RoundRecord;
+
+/// A paper experiment as data.
+#[derive(Default)]
+pub struct Experiment {
+    /// Subcommand name; default output directory `runs/reproduce/<name>`.
+    pub name: &'static str,
+    /// The report's title.
+    pub title: String,
+    /// The protocol as run, one paragraph of the report.
+    pub protocol: String,
+    /// The grid's settings (data configurations, sizes, ...).
+    pub settings: Vec<Setting>,
+    /// The compared methods.
+    pub methods: Vec<Method>,
+    /// Seeds per (setting, method): seed `s` of setting `i` runs with seed
+    /// `settings[i].seed_offset + s`, `s = 1..=seeds`.
+    pub seeds: usize,
+    /// Overrides common to every run (rounds, quick-mode sizes, data dir).
+    pub overrides: Vec<String>,
+    /// Overrides computed from each (setting, seed)'s data set, applied to
+    /// every method after the others (usually as `key?=value`).
+    pub from_data: Option<fn(&FederatedData) -> Vec<String>>,
+    /// The report's tables.
+    pub tables: Vec<Table>,
+    /// The report's plots.
+    pub plots: Vec<Plot>,
+    /// Whether to write `curves.csv` (every round of every run).
+    pub curves: bool,
+    /// Sections after the tables (where and why we differ from the paper).
+    pub notes: Vec<String>,
+    /// A smoke run (`--quick`, fewer rounds): the report says its verdicts
+    /// compare another protocol with the paper's.
+    pub smoke: bool,
+}
+
+/// One column of the grid.
+#[derive(Default)]
+pub struct Setting {
+    /// Directory name and `--only-setting` value, e.g. `2400x100`.
+    pub key: String,
+    /// How the report names it.
+    pub label: String,
+    /// Overrides of every method's config in this setting; `key?=value` sets
+    /// only keys a method's config has.
+    pub overrides: Vec<String>,
+    /// Added to the seed numbers of this setting.
+    pub seed_offset: u64,
+    /// What the paper reports here, in words (for figures without numbers).
+    pub paper: Option<String>,
+    /// Position in a two-way grid: row label and x value (see [`Layout::Grid`]).
+    pub grid: Option<(String, f64)>,
+}
+
+/// One compared method.
+#[derive(Default)]
+pub struct Method {
+    /// Directory name and `--only-method` value, e.g. `ifca`.
+    pub key: &'static str,
+    /// How the report names it.
+    pub label: &'static str,
+    /// Its config file.
+    pub config: ConfigFile,
+    /// Overrides of that file in every setting.
+    pub overrides: Vec<String>,
+    /// Overrides in one setting only: `(setting index, overrides)`.
+    pub per_setting: Vec<(usize, Vec<String>)>,
+    /// The paper's numbers.
+    pub paper: Vec<Paper>,
+}
+
+/// A config file under `configs/`, compiled into the binary.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ConfigFile {
+    /// Its path in the repository.
+    pub path: &'static str,
+    /// Its text.
+    pub text: &'static str,
+}
+
+/// `ConfigFile` for `configs/<path>`.
+macro_rules! config_file {
+    ($path:literal) => {
+        $crate::reproduce::harness::ConfigFile {
+            path: concat!("configs/", $path),
+            text: include_str!(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../../configs/",
+                $path
+            )),
+        }
+    };
+}
+pub(crate) use config_file;
+
+/// The paper's values of one metric for a method, per setting.
+pub struct Paper {
+    /// The metric.
+    pub metric: Metric,
+    /// One value (and its standard deviation, when given) per setting.
+    pub values: Vec<Option<(f64, Option<f64>)>>,
+}
+
+impl Paper {
+    /// Values without standard deviations.
+    pub fn plain(metric: Metric, values: &[Option<f64>]) -> Self {
+        Self {
+            metric,
+            values: values.iter().map(|v| v.map(|x| (x, None))).collect(),
+        }
+    }
+}
+
+/// A table of the report.
+#[derive(Default)]
+pub struct Table {
+    /// Its heading.
+    pub title: String,
+    /// Its columns (metrics).
+    pub columns: Vec<Column>,
+    /// Rows per (setting, method), or a grid of one metric.
+    pub layout: Layout,
+    /// Why the paper's numbers cannot be set beside ours, when it has none.
+    pub no_paper: Option<String>,
+}
+
+/// How a table lays out its cells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Layout {
+    /// A row per (setting, method), a column per metric (rows without any
+    /// value are left out).
+    #[default]
+    Long,
+    /// The first column's metric per setting, settings placed by their
+    /// [`Setting::grid`] (row label, x value); one method.
+    Grid,
+}
+
+/// One column of a table.
+pub struct Column {
+    /// Its heading.
+    pub header: String,
+    /// What it shows (mean ± std over seeds).
+    pub metric: Metric,
+    /// How close to the paper counts as reproduced.
+    pub tolerance: Tolerance,
+}
+
+impl Column {
+    /// A column headed `header` showing `metric`.
+    pub fn new(header: &str, metric: Metric, tolerance: Tolerance) -> Self {
+        Self {
+            header: header.into(),
+            metric,
+            tolerance,
+        }
+    }
+}
+
+/// [`Table::no_paper`] for figures: the paper's findings are quoted with the
+/// settings instead ([`Setting::paper`]).
+pub const FIGURES_ONLY: &str = "the paper reports these experiments as figures only; its findings are quoted below each setting";
+
+/// How close to the paper's number a result must be to count as reproduced.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Tolerance {
+    /// Within this many units (points for percentages).
+    Absolute(f64),
+    /// Within this fraction of the paper's number.
+    Relative(f64),
+}
+
+/// The project's rule for percentages: within 1.5 points.
+pub const POINTS: Tolerance = Tolerance::Absolute(1.5);
+/// The project's rule for other quantities: within 10%.
+pub const TEN_PERCENT: Tolerance = Tolerance::Relative(0.1);
+
+impl Tolerance {
+    /// Whether `ours` is within the tolerance of `paper`.
+    pub fn holds(&self, ours: f64, paper: f64) -> bool {
+        match *self {
+            Tolerance::Absolute(t) => (ours - paper).abs() <= t + 1e-9,
+            Tolerance::Relative(t) => (ours - paper).abs() <= t * paper.abs() + 1e-12,
+        }
+    }
+}
+
+/// A plot of the report.
+pub enum Plot {
+    /// One chart per setting: `field` against the round, a line per method
+    /// (seed 1), optionally on a log10 scale.
+    Curves {
+        /// What is plotted.
+        field: Field,
+        /// Plot `log10` of the values.
+        log10: bool,
+    },
+    /// One chart: the metric's mean against the settings' grid x, a line per
+    /// grid row.
+    Grid {
+        /// What is plotted.
+        metric: Metric,
+        /// The file name (without `.svg`).
+        file: &'static str,
+        /// The x axis' label.
+        x_label: &'static str,
+    },
+}
+
+impl Plot {
+    /// [`Plot::Curves`] of `field`.
+    pub fn curves(field: Field, log10: bool) -> Self {
+        Plot::Curves { field, log10 }
+    }
+}
+
+/// A number read off one finished run.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Metric {
+    /// The selected replica's value after the last round.
+    Final(Field),
+    /// The value after the round the config's `eval_at[i]` names.
+    AtEval(Field, usize),
+    /// The lowest final value over the replicas that did not diverge.
+    BestReplica(Field),
+    /// IFCA Fig. 3: 1 when the best replica's parameter error is below
+    /// `0.6 σ + 0.001` (σ the data's noise), else 0; a diverged run scores 0.
+    IfcaSuccess,
+    /// Mean milliseconds per round over the last `last` rounds.
+    MsPerRound {
+        /// Rounds counted, from the end.
+        last: usize,
+    },
+    /// Wall-clock seconds of the run's rounds.
+    Seconds,
+}
+
+/// A per-round quantity of a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Field {
+    /// Test accuracy, in %.
+    TestAccuracy,
+    /// Test error (100 − accuracy), in %.
+    TestError,
+    /// Test cluster accuracy (1 − test misclustering), in %.
+    ClusterAccuracy,
+    /// Test loss.
+    TestLoss,
+    /// Training loss.
+    TrainLoss,
+    /// Parameter error against the true models.
+    ParamError,
+    /// Misclustering of the training clients (one-to-one matching).
+    Misclustering,
+    /// Misclustering with found clusters labelled by their majority (SR-FCA
+    /// Definition 3.1).
+    MajorityMisclustering,
+    /// Number of cluster models.
+    ClustersFound,
+}
+
+impl Field {
+    /// The field's value in `r`.
+    pub fn of(self, r: &RoundRecord) -> Option<f64> {
+        match self {
+            Field::TestAccuracy => r.test_accuracy.map(|a| 100.0 * a),
+            Field::TestError => r.test_accuracy.map(|a| 100.0 * (1.0 - a)),
+            Field::ClusterAccuracy => r.test_misclustering.map(|e| 100.0 * (1.0 - e)),
+            Field::TestLoss => r.test_loss,
+            Field::TrainLoss => r.train_loss,
+            Field::ParamError => r.param_error,
+            Field::Misclustering => r.misclustering,
+            Field::MajorityMisclustering => r.majority_misclustering,
+            Field::ClustersFound => r.clusters_found.map(|c| c as f64),
+        }
+    }
+
+    /// How plots and file names call it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Field::TestAccuracy => "test accuracy %",
+            Field::TestError => "test error %",
+            Field::ClusterAccuracy => "cluster accuracy %",
+            Field::TestLoss => "test loss",
+            Field::TrainLoss => "training loss",
+            Field::ParamError => "parameter error",
+            Field::Misclustering => "misclustering",
+            Field::MajorityMisclustering => "majority misclustering",
+            Field::ClustersFound => "clusters found",
+        }
+    }
+}

@@ -1,0 +1,178 @@
+//! `fedcluster reproduce <experiment>`: one subcommand per paper experiment,
+//! each with only the flags it takes, mapped to the experiment's data and
+//! run by the harness.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+
+use crate::reproduce::experiments::{self, Protocol, ifca_success};
+use crate::reproduce::harness::{self, Experiment, RunOptions};
+
+/// Where a reproduction writes and what it runs of its grid.
+#[derive(Debug, Clone, clap::Args)]
+pub struct OutputArgs {
+    /// Output directory: finished runs are kept there and a re-run with the same
+    /// directory runs only what is missing (default: runs/reproduce/<experiment>).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Worker threads per run (0: one per core); results do not depend on it.
+    #[arg(long, default_value_t = 0)]
+    pub threads: usize,
+}
+
+/// The flags of the grid experiments.
+#[derive(Debug, Clone, clap::Args)]
+pub struct GridArgs {
+    #[command(flatten)]
+    pub output: OutputArgs,
+    /// Seeds per (setting, method) (default: the experiment's; 1 with --quick).
+    /// Finished seeds in --out are kept: `--seeds 5` after `--seeds 2` adds seeds 3-5.
+    #[arg(long)]
+    pub seeds: Option<usize>,
+    /// Rounds per run instead of the paper's.
+    #[arg(long)]
+    pub rounds: Option<usize>,
+    /// A smoke run: a few rounds, one seed.
+    #[arg(long)]
+    pub quick: bool,
+    /// Run only this setting (repeatable); the report still covers every finished run.
+    #[arg(long = "only-setting", value_name = "KEY")]
+    pub only_settings: Vec<String>,
+    /// Run only this method (repeatable).
+    #[arg(long = "only-method", value_name = "KEY")]
+    pub only_methods: Vec<String>,
+}
+
+/// The flags of the experiments on real data.
+#[derive(Debug, Clone, clap::Args)]
+pub struct RealDataArgs {
+    #[command(flatten)]
+    pub grid: GridArgs,
+    /// Directory of the MNIST IDX files (e.g. ../shared/data/mnist).
+    #[arg(long)]
+    pub data_dir: PathBuf,
+}
+
+/// How the synthetic true parameters are scaled by R.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum Scale {
+    /// Entries in {0, R} (the paper's public code).
+    Entries,
+    /// ℓ2 norm R (the paper's text).
+    Norm,
+}
+
+/// The paper experiments.
+#[derive(Debug, clap::Subcommand)]
+pub enum Reproduce {
+    /// IFCA paper Fig. 3(a): success probability over (sigma, R), m=100, n=100, d=1000, k=2.
+    IfcaSyntheticSuccess {
+        #[command(flatten)]
+        output: OutputArgs,
+        /// Data sets per grid cell (default 2; the paper used 40).
+        #[arg(long, conflicts_with = "full")]
+        trials: Option<usize>,
+        /// The paper's full protocol: 40 data sets per cell.
+        #[arg(long)]
+        full: bool,
+        /// Iterations per run.
+        #[arg(long, default_value_t = 300)]
+        rounds: usize,
+        /// Scale the true parameters as the paper's public code does (`entries`,
+        /// θ* in {0, R}^d) or as its text says (`norm`, ‖θ*‖ = R).
+        #[arg(long, value_enum, default_value_t = Scale::Entries)]
+        truth_scale: Scale,
+    },
+    /// IFCA paper Table I: IFCA, global, local on rotated MNIST, (m, n) in {(4800, 50), (2400, 100), (1200, 200)}.
+    IfcaRotatedMnist(RealDataArgs),
+    /// CFL-MGD paper Table 2: CFL-MGD, IFCA, FedAvg (+ momentum) on rotated MNIST, (2400, 100).
+    CflmgdRotatedMnist(RealDataArgs),
+    /// Su, Xu, Yang Figs. 1-3: two-phase (FedAvg s in {1, 5, 10}, FedProx), FedAvg, one-shot, IFCA, oracle on mixed linear regression.
+    MixedRegression(GridArgs),
+    /// Su, Xu, Yang Figs. 4-5: two-phase, FedAvg, one-shot, IFCA, oracle on 14x14 MNIST with 25,000 two-image clients, k = 2 and 4.
+    MixedRegressionMnist(RealDataArgs),
+    /// SR-FCA paper Tables 1, 2, 4: SR-FCA, Local, Global, CFL, Local-KMeans, IFCA, FedSoft, ONE_SHOT-IFCA on inverted and rotated MNIST, m = 100, n = 600.
+    SrfcaMnist(RealDataArgs),
+}
+
+impl GridArgs {
+    /// The protocol and run options these flags ask for.
+    fn split(self, data_dir: Option<PathBuf>) -> (Protocol, RunOptions) {
+        let protocol = Protocol {
+            quick: self.quick,
+            rounds: self.rounds.map(|r| r.max(1)),
+            seeds: self.seeds,
+            data_dir,
+        };
+        let options = RunOptions {
+            out: self.output.out.unwrap_or_default(),
+            threads: self.output.threads,
+            only_settings: self.only_settings,
+            only_methods: self.only_methods,
+        };
+        (protocol, options)
+    }
+}
+
+impl Reproduce {
+    /// The experiment and how to run it.
+    pub fn experiment(self) -> (Experiment, RunOptions) {
+        use experiments::{mixed_regression, mixed_regression_mnist, rotated_mnist, srfca_mnist};
+        let real = |a: RealDataArgs, build: fn(&Protocol) -> Experiment| {
+            let (protocol, options) = a.grid.split(Some(a.data_dir));
+            (build(&protocol), options)
+        };
+        let (exp, mut options) = match self {
+            Reproduce::IfcaSyntheticSuccess {
+                output,
+                trials,
+                full,
+                rounds,
+                truth_scale,
+            } => {
+                let trials = if full {
+                    ifca_success::PAPER_TRIALS
+                } else {
+                    trials.unwrap_or(2)
+                };
+                let truth_scale = match truth_scale {
+                    Scale::Entries => fedcluster_data::TruthScale::Entries,
+                    Scale::Norm => fedcluster_data::TruthScale::Norm,
+                };
+                let o = ifca_success::Options {
+                    trials: trials.max(1),
+                    rounds: rounds.max(1),
+                    truth_scale,
+                };
+                let options = RunOptions {
+                    out: output.out.unwrap_or_default(),
+                    threads: output.threads,
+                    ..Default::default()
+                };
+                (ifca_success::experiment(&o), options)
+            }
+            Reproduce::IfcaRotatedMnist(a) => real(a, rotated_mnist::ifca_table1),
+            Reproduce::CflmgdRotatedMnist(a) => real(a, rotated_mnist::cflmgd_table2),
+            Reproduce::MixedRegressionMnist(a) => real(a, mixed_regression_mnist::experiment),
+            Reproduce::SrfcaMnist(a) => real(a, srfca_mnist::experiment),
+            Reproduce::MixedRegression(g) => {
+                let (protocol, options) = g.split(None);
+                (mixed_regression::experiment(&protocol), options)
+            }
+        };
+        if options.out.as_os_str().is_empty() {
+            options.out = PathBuf::from("runs/reproduce").join(exp.name);
+        }
+        (exp, options)
+    }
+
+    /// Runs the experiment; prints its tables and where the report is.
+    pub fn run(self) -> Result<()> {
+        let (exp, options) = self.experiment();
+        let tables = harness::run(&exp, &options)?;
+        print!("{tables}");
+        println!("report: {}", options.out.join("report.md").display());
+        Ok(())
+    }
+}

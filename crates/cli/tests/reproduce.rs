@@ -1,0 +1,328 @@
+//! The reproduction harness on a tiny synthetic grid: every finished run is
+//! saved, a re-run resumes, extra seeds are added, runs of another protocol
+//! are refused, a diverged run is a result, and a killed `fedcluster
+//! reproduce` loses at most the run in flight.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, SystemTime};
+
+use fedcluster_cli::reproduce::harness::{
+    self, Column, ConfigFile, Experiment, Field, Layout, Method, Metric, Paper, Plot, RunOptions,
+    Setting, TEN_PERCENT, Table, Tolerance,
+};
+
+const BASE: ConfigFile = ConfigFile {
+    path: "test.toml",
+    text: r#"
+seed = 1
+rounds = 30
+[data]
+kind = "ifca-synthetic"
+clients = 12
+points_per_client = 40
+test_points_per_client = 10
+dim = 8
+clusters = 2
+noise_std = 0.1
+separation = 1.0
+[model]
+kind = "linear"
+[algorithm]
+name = "ifca"
+clusters = 2
+lr = 0.2
+restarts = 2
+init = { kind = "gaussian", std = 1.0 }
+"#,
+};
+
+fn setting(key: &str, noise: f64) -> Setting {
+    Setting {
+        key: key.into(),
+        label: format!("σ = {noise}"),
+        overrides: vec![format!("data.noise_std={noise}")],
+        seed_offset: 0,
+        paper: None,
+        grid: None,
+    }
+}
+
+fn method(
+    key: &'static str,
+    label: &'static str,
+    overrides: &[&str],
+    paper: &[Option<f64>],
+) -> Method {
+    Method {
+        key,
+        label,
+        config: BASE,
+        overrides: overrides.iter().map(|s| s.to_string()).collect(),
+        per_setting: Vec::new(),
+        paper: vec![Paper::plain(Metric::Final(Field::Misclustering), paper)],
+    }
+}
+
+fn experiment(seeds: usize, rounds: usize) -> Experiment {
+    Experiment {
+        name: "test-grid",
+        title: "A tiny grid".into(),
+        protocol: "IFCA and a global model on a small mixture.".into(),
+        settings: vec![setting("low", 0.1), setting("high", 0.3)],
+        methods: vec![
+            method("ifca", "IFCA", &[], &[Some(0.0), Some(0.0)]),
+            method(
+                "global",
+                "global",
+                &["algorithm={ name = \"global\", aggregation = \"gradient\", lr = 0.2 }"],
+                &[Some(0.5), None],
+            ),
+            method(
+                "diverging",
+                "IFCA at lr 1e6",
+                &["algorithm.lr=1000000.0"],
+                &[None, None],
+            ),
+        ],
+        seeds,
+        overrides: vec![format!("rounds={rounds}")],
+        from_data: None,
+        tables: vec![Table {
+            title: "Misclustering".into(),
+            columns: vec![
+                Column {
+                    header: "misclustering".into(),
+                    metric: Metric::Final(Field::Misclustering),
+                    tolerance: Tolerance::Absolute(0.015),
+                },
+                Column {
+                    header: "parameter error".into(),
+                    metric: Metric::BestReplica(Field::ParamError),
+                    tolerance: TEN_PERCENT,
+                },
+            ],
+            layout: Layout::Long,
+            no_paper: None,
+        }],
+        plots: vec![Plot::Curves {
+            field: Field::ParamError,
+            log10: true,
+        }],
+        curves: true,
+        notes: Vec::new(),
+        smoke: false,
+    }
+}
+
+fn temp_dir(tag: &str) -> PathBuf {
+    let dir =
+        std::env::temp_dir().join(format!("fedcluster-reproduce-{}-{tag}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+fn options(out: &Path) -> RunOptions {
+    RunOptions {
+        out: out.to_path_buf(),
+        threads: 1,
+        ..Default::default()
+    }
+}
+
+/// Every finished run directory under `out` and the time it was written.
+fn finished(out: &Path) -> Vec<(PathBuf, SystemTime)> {
+    let mut runs = Vec::new();
+    let Ok(settings) = std::fs::read_dir(out.join("runs")) else {
+        return runs;
+    };
+    for s in settings.flatten() {
+        for m in std::fs::read_dir(s.path()).unwrap().flatten() {
+            for seed in std::fs::read_dir(m.path()).unwrap().flatten() {
+                let config = seed.path().join("config.toml");
+                if let Ok(meta) = std::fs::metadata(&config) {
+                    runs.push((seed.path(), meta.modified().unwrap()));
+                }
+            }
+        }
+    }
+    runs.sort();
+    runs
+}
+
+#[test]
+fn the_grid_is_saved_resumed_extended_and_reported() {
+    let out = temp_dir("grid");
+    harness::run(&experiment(2, 30), &options(&out)).unwrap();
+    let first = finished(&out);
+    assert_eq!(first.len(), 2 * 3 * 2);
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(report.contains("## Verdicts"), "{report}");
+    // IFCA recovers the clusters (paper 0): reproduced; the global model's one
+    // model cannot (misclustering 0.5 is its floor here, the "paper" says 0.5).
+    assert!(report.contains("| σ = 0.1 | IFCA "), "{report}");
+    assert!(
+        report.contains("12 finished runs, 4 of them diverged"),
+        "{report}"
+    );
+    let results = std::fs::read_to_string(out.join("results.csv")).unwrap();
+    assert_eq!(results.lines().count(), 1 + 12, "{results}");
+    assert!(
+        results
+            .lines()
+            .any(|l| l.starts_with("low,diverging,1,true")),
+        "{results}"
+    );
+    assert!(out.join("parameter_error_low.svg").exists());
+    assert!(
+        std::fs::read_to_string(out.join("curves.csv"))
+            .unwrap()
+            .lines()
+            .count()
+            > 12
+    );
+
+    // Re-run: nothing runs again.
+    std::thread::sleep(Duration::from_millis(20));
+    harness::run(&experiment(2, 30), &options(&out)).unwrap();
+    assert_eq!(finished(&out), first);
+
+    // A run killed while saving left only `.partial`; a lost run left nothing.
+    let lost = out.join("runs/high/ifca/seed-2");
+    std::fs::remove_dir_all(&lost).unwrap();
+    std::fs::create_dir_all(out.join("runs/high/ifca/seed-2.partial")).unwrap();
+    std::fs::remove_dir_all(out.join("runs/low/global/seed-1")).unwrap();
+    harness::run(&experiment(2, 30), &options(&out)).unwrap();
+    let again = finished(&out);
+    assert_eq!(again.len(), first.len());
+    let redone: Vec<_> = again
+        .iter()
+        .filter(|r| !first.contains(r))
+        .map(|r| r.0.clone())
+        .collect();
+    assert_eq!(
+        redone,
+        [
+            out.join("runs/high/ifca/seed-2"),
+            out.join("runs/low/global/seed-1")
+        ]
+    );
+    assert!(!out.join("runs/high/ifca/seed-2.partial").exists());
+
+    // More seeds add only the new ones; fewer keep the finished ones in the report.
+    harness::run(&experiment(3, 30), &options(&out)).unwrap();
+    let three = finished(&out);
+    assert_eq!(three.len(), 2 * 3 * 3);
+    assert!(
+        three
+            .iter()
+            .filter(|r| !again.contains(r))
+            .all(|r| r.0.ends_with("seed-3"))
+    );
+    harness::run(&experiment(1, 30), &options(&out)).unwrap();
+    assert!(
+        std::fs::read_to_string(out.join("report.md"))
+            .unwrap()
+            .contains("18 finished runs")
+    );
+
+    // Another protocol in the same directory is refused, naming the run.
+    let e = harness::run(&experiment(1, 31), &options(&out)).unwrap_err();
+    assert!(format!("{e:#}").contains("another protocol"), "{e:#}");
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
+fn unknown_settings_and_methods_are_refused_with_the_known_ones() {
+    let out = temp_dir("unknown");
+    let o = RunOptions {
+        only_methods: vec!["nope".into()],
+        ..options(&out)
+    };
+    let e = format!("{:#}", harness::run(&experiment(1, 5), &o).unwrap_err());
+    assert!(
+        e.contains("--only-method nope") && e.contains("ifca, global, diverging"),
+        "{e}"
+    );
+    let o = RunOptions {
+        only_settings: vec!["mid".into()],
+        ..options(&out)
+    };
+    let e = format!("{:#}", harness::run(&experiment(1, 5), &o).unwrap_err());
+    assert!(
+        e.contains("--only-setting mid") && e.contains("low, high"),
+        "{e}"
+    );
+    assert!(!out.exists());
+}
+
+fn fedcluster(args: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_fedcluster"));
+    c.args(args);
+    c
+}
+
+#[test]
+fn flags_an_experiment_does_not_take_are_refused() {
+    let out = fedcluster(&["reproduce", "mixed-regression", "--trials", "3"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(err.contains("unexpected argument '--trials'"), "{err}");
+    let out = fedcluster(&["reproduce", "srfca-mnist", "--quick"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("--data-dir"), "{err}");
+}
+
+/// `fedcluster reproduce` killed with SIGKILL mid-way, then run again with the
+/// same `--out`: the runs finished before the kill are kept as they are, the
+/// rest run, and the report covers all of them.
+#[test]
+fn a_killed_reproduction_resumes_without_redoing_finished_runs() {
+    let out = temp_dir("killed");
+    let args = [
+        "reproduce",
+        "mixed-regression",
+        "--only-setting",
+        "a",
+        "--rounds",
+        "2",
+        "--seeds",
+        "3",
+        "--threads",
+        "1",
+        "--out",
+    ];
+    let out_arg = out.display().to_string();
+    let mut child = fedcluster(&args).arg(&out_arg).spawn().unwrap();
+    let start = std::time::Instant::now();
+    while finished(&out).len() < 3 && start.elapsed() < Duration::from_secs(120) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let before = finished(&out);
+    assert!(
+        before.len() >= 3 && before.len() < 8 * 3,
+        "{} finished at the kill",
+        before.len()
+    );
+    let status = fedcluster(&args).arg(&out_arg).output().unwrap();
+    assert!(
+        status.status.success(),
+        "{}",
+        String::from_utf8_lossy(&status.stderr)
+    );
+    let after = finished(&out);
+    assert_eq!(after.len(), 8 * 3);
+    assert!(
+        before.iter().all(|r| after.contains(r)),
+        "a finished run was redone"
+    );
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(report.contains("24 finished runs"), "{report}");
+    let _ = std::fs::remove_dir_all(&out);
+}
