@@ -46,6 +46,7 @@ algorithm_table! {
     LocalKmeans = "local-kmeans" in local_kmeans::LocalKMeans,
     Cfl = "cfl" in cfl::Cfl,
     Fedsoft = "fedsoft" in fedsoft::FedSoft,
+    Fedavgm = "fedavgm" in fedavgm::FedAvgM,
 }
 
 pub use common::aggregate::Aggregation;
