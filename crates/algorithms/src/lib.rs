@@ -22,7 +22,8 @@
 //! - [`local_kmeans`]: Local-KMeans, one-shot clustering under the SR-FCA
 //!   paper's baseline name;
 //! - [`cfl`]: CFL of Sattler et al., recursive bi-partitioning;
-//! - [`fedsoft`]: FedSoft, soft clustering with proximal local updates.
+//! - [`fedsoft`]: FedSoft, soft clustering with proximal local updates;
+//! - [`fedavgm`]: FedAvgM, FedAvg with server momentum (Hsu, Qi, Brown 2019).
 //!
 //! Shared mechanics live in [`common`] and [`fedavg`] (FedAvg over a fixed
 //! assignment, the last stage of several algorithms). Algorithms do no IO.
