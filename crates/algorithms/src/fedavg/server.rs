@@ -9,9 +9,10 @@ use fedcluster_core::{
 
 use super::config::Config;
 use crate::common::aggregate::{Aggregation, LossMeter, ModelSums};
-use crate::common::checked::Checked;
+use crate::common::checked::{Checked, FieldError};
 use crate::common::messages::{ClusterModel, ModelReply};
 use crate::common::sampling::participants;
+use crate::table::Setup;
 
 /// The server half of FedAvg with a fixed assignment.
 #[derive(Debug)]
@@ -45,6 +46,18 @@ impl FedAvgServer {
             config.init.fill(model, &mut rng, m);
         }
         Self::with_models(config, models, p, assignment)
+    }
+
+    /// The server of an algorithm-table entry (`global`, `oracle`): `k` models
+    /// for `setup`, client `i` training model `assignment[i]`.
+    pub fn for_setup(
+        config: Checked<Config>,
+        setup: &Setup<'_>,
+        k: usize,
+        assignment: Vec<usize>,
+    ) -> Result<Self, FieldError> {
+        Self::new(config, setup.model, k, assignment, setup.seed)
+            .map_err(|e| FieldError::new("name", e.to_string()))
     }
 
     /// Starts from the given `k x p` models.

@@ -26,9 +26,7 @@ impl Algorithm for Global {
     type Client = FedAvgClient;
 
     fn server(config: Checked<Config>, setup: &Setup<'_>) -> Result<FedAvgServer, FieldError> {
-        let everyone = vec![0; setup.num_clients];
-        FedAvgServer::new(config, setup.model, 1, everyone, setup.seed)
-            .map_err(|e| FieldError::new("name", e.to_string()))
+        FedAvgServer::for_setup(config, setup, 1, vec![0; setup.num_clients])
     }
 
     fn client(config: &Checked<Config>) -> FedAvgClient {

@@ -9,25 +9,6 @@
 //! 2. The server runs k-means (with restarts) on the local models.
 //! 3. Later rounds: FedAvg inside each k-means cluster.
 
-use crate::common::checked::{Checked, FieldError};
-use crate::oneshot::{Config, Down, OneShot, OneShotClient, OneShotServer, Up};
-use crate::table::{Algorithm, Setup};
-
-/// Local-KMeans in the algorithm table.
-pub struct LocalKMeans;
-
-impl Algorithm for LocalKMeans {
-    type Config = Config;
-    type Down = Down;
-    type Up = Up;
-    type Server = OneShotServer;
-    type Client = OneShotClient;
-
-    fn server(config: Checked<Config>, setup: &Setup<'_>) -> Result<OneShotServer, FieldError> {
-        OneShot::server(config, setup)
-    }
-
-    fn client(config: &Checked<Config>) -> OneShotClient {
-        OneShot::client(config)
-    }
-}
+/// Local-KMeans in the algorithm table: [`crate::oneshot::OneShot`] itself, its
+/// config and halves.
+pub use crate::oneshot::OneShot as LocalKMeans;

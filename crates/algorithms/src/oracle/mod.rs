@@ -25,9 +25,7 @@ impl Algorithm for Oracle {
 
     fn server(config: Checked<Config>, setup: &Setup<'_>) -> Result<FedAvgServer, FieldError> {
         let truth = setup.require_true_clusters("name", "the oracle")?;
-        let (k, labels) = (truth.clusters, truth.labels.to_vec());
-        FedAvgServer::new(config, setup.model, k, labels, setup.seed)
-            .map_err(|e| FieldError::new("name", e.to_string()))
+        FedAvgServer::for_setup(config, setup, truth.clusters, truth.labels.to_vec())
     }
 
     fn client(config: &Checked<Config>) -> FedAvgClient {

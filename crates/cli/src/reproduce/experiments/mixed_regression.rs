@@ -9,8 +9,8 @@ use fedcluster_data::FederatedData;
 
 use super::Protocol;
 use crate::reproduce::harness::{
-    Column, ConfigFile, Experiment, FIGURES_ONLY, Field, Method, Metric, Plot, Setting,
-    TEN_PERCENT, Table, config_file,
+    Column, Experiment, FIGURES_ONLY, Field, Method, Metric, Plot, Setting, TEN_PERCENT, Table,
+    config_file,
 };
 
 /// Rounds of Phase 1: 5 iterations of 2 exchanges.
@@ -25,21 +25,6 @@ fn setting(key: &str, label: &str, groups: &str, probs: [f64; 3], paper: &str) -
             format!("data.probs=[{}, {}, {}]", probs[0], probs[1], probs[2]),
         ],
         paper: Some(paper.into()),
-        ..Default::default()
-    }
-}
-
-fn method(
-    key: &'static str,
-    label: &'static str,
-    config: ConfigFile,
-    overrides: &[&str],
-) -> Method {
-    Method {
-        key,
-        label,
-        config,
-        overrides: overrides.iter().map(|s| s.to_string()).collect(),
         ..Default::default()
     }
 }
@@ -107,49 +92,28 @@ pub fn experiment(p: &Protocol) -> Experiment {
             ),
         ],
         methods: vec![
-            method(
-                "two-phase-s1",
-                "two-phase, FedAvg s=1",
-                two_phase,
-                &["algorithm.local_update.steps=1"],
-            ),
-            method("two-phase-s5", "two-phase, FedAvg s=5", two_phase, &[]),
-            method(
-                "two-phase-s10",
-                "two-phase, FedAvg s=10",
-                two_phase,
-                &["algorithm.local_update.steps=10"],
-            ),
-            method(
-                "two-phase-fedprox",
-                "two-phase, FedProx",
-                two_phase,
-                &["algorithm.local_update={ kind = \"fedprox\", tol = 0.0001, max_steps = 200 }"],
-            ),
-            method(
+            Method::new("two-phase-s1", "two-phase, FedAvg s=1", two_phase)
+                .with_overrides(&["algorithm.local_update.steps=1"]),
+            Method::new("two-phase-s5", "two-phase, FedAvg s=5", two_phase),
+            Method::new("two-phase-s10", "two-phase, FedAvg s=10", two_phase)
+                .with_overrides(&["algorithm.local_update.steps=10"]),
+            Method::new("two-phase-fedprox", "two-phase, FedProx", two_phase).with_overrides(&[
+                "algorithm.local_update={ kind = \"fedprox\", tol = 0.0001, max_steps = 200 }",
+            ]),
+            Method::new(
                 "fedavg",
                 "FedAvg",
                 config_file!("mixed-regression/global.toml"),
-                &[],
             ),
-            method(
+            Method::new(
                 "one-shot",
                 "one-shot",
                 config_file!("mixed-regression/oneshot.toml"),
-                &[],
             ),
-            method(
-                "ifca",
-                "IFCA (random init)",
-                two_phase,
-                &["algorithm.start=\"init\""],
-            ),
-            method(
-                "oracle",
-                "oracle",
-                two_phase,
-                &["algorithm.start=\"truth\""],
-            ),
+            Method::new("ifca", "IFCA (random init)", two_phase)
+                .with_overrides(&["algorithm.start=\"init\""]),
+            Method::new("oracle", "oracle", two_phase)
+                .with_overrides(&["algorithm.start=\"truth\""]),
         ],
         seeds: p.seeds(3),
         overrides: vec![

@@ -5,8 +5,8 @@
 
 use super::Protocol;
 use crate::reproduce::harness::{
-    Column, ConfigFile, Experiment, FIGURES_ONLY, Field, Method, Metric, POINTS, Plot, Setting,
-    TEN_PERCENT, Table, config_file,
+    Column, Experiment, FIGURES_ONLY, Field, Method, Metric, POINTS, Plot, Setting, TEN_PERCENT,
+    Table, config_file,
 };
 
 const CLIENTS: usize = 25_000;
@@ -35,21 +35,6 @@ fn setting(transforms: &[&str], iterations: usize, phase2: usize, paper: &str) -
             format!("algorithm.phase1.anchors?={k}"),
         ],
         paper: Some(paper.into()),
-        ..Default::default()
-    }
-}
-
-fn method(
-    key: &'static str,
-    label: &'static str,
-    config: ConfigFile,
-    overrides: &[&str],
-) -> Method {
-    Method {
-        key,
-        label,
-        config,
-        overrides: overrides.iter().map(|s| s.to_string()).collect(),
         ..Default::default()
     }
 }
@@ -91,31 +76,21 @@ pub fn experiment(p: &Protocol) -> Experiment {
             ),
         ],
         methods: vec![
-            method("two-phase", "two-phase", two_phase, &[]),
-            method(
+            Method::new("two-phase", "two-phase", two_phase),
+            Method::new(
                 "fedavg",
                 "FedAvg",
                 config_file!("mixed-regression-mnist/global.toml"),
-                &[],
             ),
-            method(
+            Method::new(
                 "one-shot",
                 "one-shot",
                 config_file!("mixed-regression-mnist/oneshot.toml"),
-                &[],
             ),
-            method(
-                "ifca",
-                "IFCA (random init)",
-                two_phase,
-                &["algorithm.start=\"init\""],
-            ),
-            method(
-                "oracle",
-                "oracle",
-                two_phase,
-                &["algorithm.start=\"labels\""],
-            ),
+            Method::new("ifca", "IFCA (random init)", two_phase)
+                .with_overrides(&["algorithm.start=\"init\""]),
+            Method::new("oracle", "oracle", two_phase)
+                .with_overrides(&["algorithm.start=\"labels\""]),
         ],
         seeds: p.seeds(3),
         overrides,

@@ -69,18 +69,9 @@ fn tables(what: &str) -> Vec<Table> {
     }]
 }
 
-/// A method on its config file with the paper's accuracy per setting.
-fn method(
-    (key, label, config, paper): (&'static str, &'static str, ConfigFile, &[Option<f64>]),
-) -> Method {
-    let paper = vec![Paper::plain(Metric::Final(Field::TestAccuracy), paper)];
-    Method {
-        key,
-        label,
-        config,
-        paper,
-        ..Default::default()
-    }
+/// The paper's test accuracy per setting.
+fn accuracy(values: &[Option<f64>]) -> Vec<Paper> {
+    vec![Paper::plain(Metric::Final(Field::TestAccuracy), values)]
 }
 
 /// `reproduce ifca-rotated-mnist`.
@@ -91,24 +82,21 @@ pub fn ifca_table1(p: &Protocol) -> Experiment {
         protocol: PROTOCOL.into(),
         settings: vec![size(4800, 50), size(2400, 100), size(1200, 200)],
         methods: vec![
-            method((
-                "ifca",
-                "IFCA",
-                IFCA,
-                &[Some(94.20), Some(95.05), Some(95.25)],
-            )),
-            method((
-                "global",
-                "global",
-                GLOBAL,
-                &[Some(86.74), Some(88.65), Some(89.73)],
-            )),
-            method((
-                "local",
-                "local",
-                LOCAL,
-                &[Some(63.32), Some(73.66), Some(80.05)],
-            )),
+            Method::new("ifca", "IFCA", IFCA).with_paper(accuracy(&[
+                Some(94.20),
+                Some(95.05),
+                Some(95.25),
+            ])),
+            Method::new("global", "global", GLOBAL).with_paper(accuracy(&[
+                Some(86.74),
+                Some(88.65),
+                Some(89.73),
+            ])),
+            Method::new("local", "local", LOCAL).with_paper(accuracy(&[
+                Some(63.32),
+                Some(73.66),
+                Some(80.05),
+            ])),
         ],
         seeds: p.seeds(3),
         overrides: common(p, 300),
@@ -125,7 +113,8 @@ pub fn ifca_table1(p: &Protocol) -> Experiment {
 
 /// `reproduce cflmgd-rotated-mnist`.
 pub fn cflmgd_table2(p: &Protocol) -> Experiment {
-    let mut momentum = method(("fedavg-momentum", "FedAvg + momentum", CFLMGD, &[None]));
+    let mut momentum =
+        Method::new("fedavg-momentum", "FedAvg + momentum", CFLMGD).with_paper(accuracy(&[None]));
     momentum.overrides.push("algorithm.clusters=1".into());
     Experiment {
         name: "cflmgd-rotated-mnist",
@@ -133,9 +122,9 @@ pub fn cflmgd_table2(p: &Protocol) -> Experiment {
         protocol: PROTOCOL.into(),
         settings: vec![size(2400, 100)],
         methods: vec![
-            method(("cflmgd", "CFL-MGD", CFLMGD, &[Some(96.05)])),
-            method(("ifca", "IFCA", IFCA, &[Some(92.60)])),
-            method(("fedavg", "FedAvg", GLOBAL, &[Some(89.84)])),
+            Method::new("cflmgd", "CFL-MGD", CFLMGD).with_paper(accuracy(&[Some(96.05)])),
+            Method::new("ifca", "IFCA", IFCA).with_paper(accuracy(&[Some(92.60)])),
+            Method::new("fedavg", "FedAvg", GLOBAL).with_paper(accuracy(&[Some(89.84)])),
             momentum,
         ],
         seeds: p.seeds(3),

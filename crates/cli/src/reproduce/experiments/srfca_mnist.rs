@@ -85,16 +85,6 @@ impl SettingSpec {
     }
 }
 
-fn method(key: &'static str, label: &'static str, config: ConfigFile, paper: Vec<Paper>) -> Method {
-    Method {
-        key,
-        label,
-        config,
-        paper,
-        ..Default::default()
-    }
-}
-
 /// The paper's Table 1 (test accuracy %) and, where given, Table 2
 /// (misclustering) numbers: inverted, rotated.
 fn paper(accuracy: [f64; 2], misclustering: Option<[f64; 2]>) -> Vec<Paper> {
@@ -122,12 +112,8 @@ const SRFCA: ConfigFile = config_file!("srfca-inverted-mnist.toml");
 
 /// `reproduce srfca-mnist`.
 pub fn experiment(p: &Protocol) -> Experiment {
-    let mut srfca = method(
-        "srfca",
-        "SR-FCA",
-        SRFCA,
-        paper([92.03, 91.66], Some([0.0; 2])),
-    );
+    let mut srfca =
+        Method::new("srfca", "SR-FCA", SRFCA).with_paper(paper([92.03, 91.66], Some([0.0; 2])));
     let eval_at = |s: &SettingSpec| vec![format!("eval_at={:?}", s.table4_rounds(p))];
     srfca.per_setting = SETTINGS.iter().map(eval_at).enumerate().collect();
     srfca.paper.extend((0..REFINE_STEPS).map(|r| {
@@ -139,7 +125,7 @@ pub fn experiment(p: &Protocol) -> Experiment {
                 .collect(),
         }
     }));
-    let mut one_shot_ifca = method("one-shot-ifca", "ONE_SHOT-IFCA", SRFCA, Vec::new());
+    let mut one_shot_ifca = Method::new("one-shot-ifca", "ONE_SHOT-IFCA", SRFCA);
     let then_ifca = "algorithm.then={ kind = \"ifca\", local_steps = 5 }";
     one_shot_ifca.overrides.push(then_ifca.into());
     let mut overrides = vec!["eval_every=0".into()];
@@ -177,17 +163,13 @@ pub fn experiment(p: &Protocol) -> Experiment {
         settings: SETTINGS.iter().map(|s| s.setting(p)).collect(),
         methods: vec![
             srfca,
-            method("local", "Local", LOCAL, paper([76.52, 85.55], None)),
-            method("global", "Global", GLOBAL, paper([88.61, 80.88], None)),
-            method("cfl", "CFL", CFL, paper([88.30, 80.47], Some([0.08, 0.14]))),
-            method(
-                "local-kmeans",
-                "Local-KMeans",
-                KMEANS,
-                paper([10.56, 10.35], Some([0.36, 0.28])),
-            ),
-            method("ifca", "IFCA", IFCA, paper([91.55, 91.80], Some([0.0; 2]))),
-            method("fedsoft", "FedSoft", FEDSOFT, Vec::new()),
+            Method::new("local", "Local", LOCAL).with_paper(paper([76.52, 85.55], None)),
+            Method::new("global", "Global", GLOBAL).with_paper(paper([88.61, 80.88], None)),
+            Method::new("cfl", "CFL", CFL).with_paper(paper([88.30, 80.47], Some([0.08, 0.14]))),
+            Method::new("local-kmeans", "Local-KMeans", KMEANS)
+                .with_paper(paper([10.56, 10.35], Some([0.36, 0.28]))),
+            Method::new("ifca", "IFCA", IFCA).with_paper(paper([91.55, 91.80], Some([0.0; 2]))),
+            Method::new("fedsoft", "FedSoft", FEDSOFT),
             one_shot_ifca,
         ],
         seeds: p.seeds(5),

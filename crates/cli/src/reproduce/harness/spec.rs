@@ -74,6 +74,31 @@ pub struct Method {
     pub paper: Vec<Paper>,
 }
 
+impl Method {
+    /// The method `key` (`label` in the report) on `config` as it is.
+    pub fn new(key: &'static str, label: &'static str, config: ConfigFile) -> Self {
+        Self {
+            key,
+            label,
+            config,
+            ..Default::default()
+        }
+    }
+
+    /// The same with `overrides` of its config in every setting.
+    pub fn with_overrides(mut self, overrides: &[&str]) -> Self {
+        self.overrides
+            .extend(overrides.iter().map(|s| s.to_string()));
+        self
+    }
+
+    /// The same with the paper's numbers.
+    pub fn with_paper(mut self, paper: Vec<Paper>) -> Self {
+        self.paper.extend(paper);
+        self
+    }
+}
+
 /// A config file under `configs/`, compiled into the binary.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ConfigFile {
