@@ -6,6 +6,7 @@ use std::path::Path;
 use anyhow::{Context, Result, anyhow, bail};
 use serde::{Deserialize, Serialize};
 
+pub use crate::model::ModelConfig;
 pub use fedcluster_algorithms::AlgorithmConfig;
 use fedcluster_algorithms::{Algorithm, FieldError, VisitType};
 
@@ -61,61 +62,12 @@ pub enum DataConfig {
     /// MNIST with one anchor client per cluster and many tiny clients (Su, Xu,
     /// Yang 2024, Section V-D).
     MnistAnchored(fedcluster_data::MnistAnchoredSpec),
-}
-
-/// Model architectures; input and output sizes come from the data.
-#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
-#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
-pub enum ModelConfig {
-    /// Linear regression, squared loss, no bias.
-    #[default]
-    Linear,
-    /// Multinomial logistic regression.
-    Logistic,
-    /// One ReLU hidden layer and a softmax output (784-200-10 on MNIST).
-    Mlp {
-        /// Hidden units.
-        #[serde(default = "default_hidden")]
-        hidden: usize,
-    },
-    /// Two convolutions with ReLU and 2x2 max-pooling, a dense ReLU layer and a
-    /// softmax output, on square channels-last images (the IFCA paper's CNN).
-    Cnn {
-        /// Image channels (the side is inferred from the data's dimension).
-        #[serde(default = "default_channels")]
-        channels: usize,
-        /// Kernel side.
-        #[serde(default = "default_kernel")]
-        kernel: usize,
-        /// Channels of the first convolution.
-        #[serde(default = "default_conv1")]
-        conv1: usize,
-        /// Channels of the second convolution.
-        #[serde(default = "default_conv2")]
-        conv2: usize,
-        /// Units of the dense layer.
-        #[serde(default = "default_dense")]
-        hidden: usize,
-    },
-}
-
-fn default_hidden() -> usize {
-    200
-}
-fn default_channels() -> usize {
-    1
-}
-fn default_kernel() -> usize {
-    5
-}
-fn default_conv1() -> usize {
-    32
-}
-fn default_conv2() -> usize {
-    64
-}
-fn default_dense() -> usize {
-    512
+    /// Noisy class prototypes, relabelled per cluster: CIFAR-shaped images for
+    /// the image networks, generated from the seed.
+    SyntheticImages(fedcluster_data::SyntheticImagesSpec),
+    /// One Markov chain per cluster: symbol windows and their next symbol, for
+    /// the character LSTM, generated from the seed.
+    SyntheticText(fedcluster_data::SyntheticTextSpec),
 }
 
 /// The embedded default experiment: IFCA on the IFCA paper's synthetic mixture.
@@ -139,13 +91,24 @@ impl RunConfig {
             apply_override(&mut table, o)?;
         }
         let refined = tagged_section_error(&table);
+        let sections = table.clone();
         let config: RunConfig = serde_path_to_error::deserialize(toml::Value::Table(table))
             .map_err(|e| {
                 if let Some((path, inner)) = &refined {
                     return anyhow!("{origin}: field `{path}`: {inner}");
                 }
-                let path = e.path().to_string();
+                let mut path = e.path().to_string();
                 let inner = one_line(&e.inner().to_string());
+                // Inside a tagged table serde names only the table: find the
+                // unknown key in it.
+                if let Some(key) = inner
+                    .strip_prefix("unknown field `")
+                    .and_then(|rest| rest.split('`').next())
+                    .filter(|_| !path.contains('.') && path != ".")
+                    && let Some(at) = sections.get(&path).and_then(|v| key_path(v, key))
+                {
+                    path = format!("{path}{at}");
+                }
                 if path == "." || path.is_empty() {
                     anyhow!("{origin}: {inner}")
                 } else {
@@ -179,6 +142,8 @@ impl RunConfig {
             DataConfig::MixedRegression(s) => s.validate(),
             DataConfig::Mnist(s) => s.validate(),
             DataConfig::MnistAnchored(s) => s.validate(),
+            DataConfig::SyntheticImages(s) => s.validate(),
+            DataConfig::SyntheticText(s) => s.validate(),
         }
         .map_err(|e| match e {
             fedcluster_data::DataError::Invalid { field, why } => {
@@ -207,6 +172,8 @@ fn tagged_section_error(table: &toml::Table) -> Option<(String, String)> {
             }
             "mnist" => probe::<fedcluster_data::MnistClustersSpec>("data", t),
             "mnist-anchored" => probe::<fedcluster_data::MnistAnchoredSpec>("data", t),
+            "synthetic-images" => probe::<fedcluster_data::SyntheticImagesSpec>("data", t),
+            "synthetic-text" => probe::<fedcluster_data::SyntheticTextSpec>("data", t),
             _ => None,
         };
         if found.is_some() {
@@ -240,6 +207,17 @@ fn probe<T: serde::de::DeserializeOwned>(
                 one_line(&e.inner().to_string()),
             )
         })
+}
+
+/// Where `key` sits in `value` (`.key` or `.table.key`), depth first.
+fn key_path(value: &toml::Value, key: &str) -> Option<String> {
+    let table = value.as_table()?;
+    if table.contains_key(key) {
+        return Some(format!(".{key}"));
+    }
+    table
+        .iter()
+        .find_map(|(name, v)| key_path(v, key).map(|rest| format!(".{name}{rest}")))
 }
 
 fn one_line(s: &str) -> String {

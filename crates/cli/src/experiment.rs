@@ -3,16 +3,15 @@
 
 use std::time::Instant;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 
 use fedcluster_algorithms::{Algorithm, Checked, FieldError, Setup, TrueClusters, Visit};
 use fedcluster_core::{Batch, Model, ServerHalf};
-use fedcluster_data::{FederatedData, Task};
-use fedcluster_models::{Cnn, LinearRegression, LogisticRegression, Mlp};
+use fedcluster_data::FederatedData;
 use fedcluster_sim::record::{RoundRecord, TestSet, Truth, records};
 use fedcluster_sim::{InProcess, Transport, run};
 
-use crate::config::{DataConfig, ModelConfig, RunConfig};
+use crate::config::{DataConfig, RunConfig};
 
 /// Everything a run produced.
 #[derive(Debug, Clone)]
@@ -56,6 +55,8 @@ pub fn build_data(config: &RunConfig) -> Result<FederatedData> {
             let mnist = fedcluster_data::load_mnist(mnist_dir(&spec.data_dir)?)?;
             fedcluster_data::mnist_clusters(&mnist, spec, config.seed)
         }
+        DataConfig::SyntheticImages(spec) => fedcluster_data::synthetic_images(spec, config.seed),
+        DataConfig::SyntheticText(spec) => fedcluster_data::synthetic_text(spec, config.seed),
         DataConfig::MnistAnchored(spec) => {
             let mnist = fedcluster_data::load_mnist(mnist_dir(&spec.data_dir)?)?;
             fedcluster_data::mnist_anchored(&mnist, spec, config.seed)
@@ -76,59 +77,9 @@ fn mnist_dir(dir: &Option<std::path::PathBuf>) -> Result<&std::path::Path> {
     })
 }
 
-/// Builds the configured model for `data`.
+/// Builds the configured model for `data` (see [`crate::model`]).
 pub fn build_model(config: &RunConfig, data: &FederatedData) -> Result<Box<dyn Model>> {
-    Ok(match (config.model, &data.task) {
-        (ModelConfig::Linear, Task::Regression) => Box::new(LinearRegression::new(data.dim)?),
-        (ModelConfig::Logistic, Task::Classification { classes }) => {
-            Box::new(LogisticRegression::new(data.dim, *classes)?)
-        }
-        (ModelConfig::Mlp { hidden }, Task::Classification { classes }) => {
-            Box::new(Mlp::new(data.dim, hidden, *classes)?)
-        }
-        (
-            ModelConfig::Cnn {
-                channels,
-                kernel,
-                conv1,
-                conv2,
-                hidden,
-            },
-            Task::Classification { classes },
-        ) => {
-            let pixels = data.dim / channels.max(1);
-            let side = (pixels as f64).sqrt().round() as usize;
-            if side * side * channels != data.dim {
-                bail!(
-                    "field `model.channels`: {} features are not square images of {channels} channel(s)",
-                    data.dim
-                );
-            }
-            let shape = Cnn {
-                height: side,
-                width: side,
-                channels,
-                kernel,
-                conv1,
-                conv2,
-                hidden,
-                classes: *classes,
-            };
-            Box::new(Cnn::new(shape).map_err(|e| anyhow::anyhow!("field `model`: {e}"))?)
-        }
-        (ModelConfig::Cnn { .. }, _) => {
-            bail!("field `model.kind`: `cnn` needs a classification data set")
-        }
-        (ModelConfig::Linear, _) => {
-            bail!("field `model.kind`: `linear` needs a regression data set")
-        }
-        (ModelConfig::Mlp { .. }, _) => {
-            bail!("field `model.kind`: `mlp` needs a classification data set")
-        }
-        (ModelConfig::Logistic, _) => {
-            bail!("field `model.kind`: `logistic` needs a classification data set")
-        }
-    })
+    crate::model::build_model(config.model, data)
 }
 
 /// What the caller sees after each round.

@@ -6,6 +6,7 @@ pub mod bench;
 pub mod certs;
 pub mod config;
 pub mod experiment;
+pub mod model;
 pub mod net_commands;
 pub mod network;
 pub mod plot;

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 
-use fedcluster_cli::bench::{BenchOptions, Benchmark, CORE_PEAK_GFLOPS, run_bench};
+use fedcluster_cli::bench::{BenchOptions, Benchmark, gemm_peak, run_bench};
 use fedcluster_cli::config::{DEFAULT_CONFIG, RunConfig, data_dir_override};
 use fedcluster_cli::experiment::{build_data, execute, round_bar, show_progress};
 use fedcluster_cli::reproduce_command::Reproduce;
@@ -221,7 +221,7 @@ fn run(
 }
 
 fn bench(name: Benchmark, rounds: usize, threads: usize, data_dir: Option<PathBuf>) -> Result<()> {
-    let r = run_bench(
+    let reports = run_bench(
         name,
         BenchOptions {
             rounds: rounds.max(1),
@@ -229,23 +229,59 @@ fn bench(name: Benchmark, rounds: usize, threads: usize, data_dir: Option<PathBu
             data_dir,
         },
     )?;
-    println!(
-        "benchmark {} ({} threads, {} timed rounds)",
-        r.name, r.threads, r.rounds
-    );
-    println!(
-        "  seconds per round: {:.4} (best {:.4})",
-        r.seconds_per_round, r.best_round
-    );
-    println!("  GFLOP per round:   {:.3}", r.flops_per_round / 1e9);
-    println!(
-        "  achieved:          {:.1} GFLOP/s = {:.0}% of {} core(s) x {CORE_PEAK_GFLOPS} GFLOP/s peak",
-        r.gflops(),
-        100.0 * r.fraction_of_peak(),
-        r.threads
-    );
-    for (part, seconds) in &r.split {
-        println!("  {part}: {seconds:.3} s per round (measured on a sample of clients)");
+    let peak = gemm_peak();
+    if name == Benchmark::ModelSteps {
+        let rows: Vec<Vec<String>> = reports
+            .iter()
+            .map(|r| {
+                vec![
+                    r.name.clone(),
+                    format!("{:.0}", r.split.first().map_or(0.0, |s| s.1)),
+                    format!("{:.2}", 1e3 * r.seconds_per_round),
+                    format!("{:.2}", 1e3 * r.best_round),
+                    format!("{:.2}", r.flops_per_round / 1e9),
+                    format!("{:.1}", r.gflops()),
+                    format!("{:.0}%", 100.0 * r.fraction_of(peak)),
+                ]
+            })
+            .collect();
+        println!(
+            "one local SGD step (forward, backward, update), 1 thread, {rounds} timed calls of 5 steps"
+        );
+        let header = [
+            "model, backend",
+            "parameters",
+            "ms / step",
+            "best",
+            "GFLOP / step",
+            "GFLOP/s",
+            "of peak",
+        ];
+        print!("{}", render(&header, &rows));
+        println!(
+            "peak: {peak:.0} GFLOP/s, this machine's single-core f32 GEMM (512^3, in cache), measured now"
+        );
+        return Ok(());
+    }
+    for r in reports {
+        println!(
+            "benchmark {} ({} threads, {} timed rounds)",
+            r.name, r.threads, r.rounds
+        );
+        println!(
+            "  seconds per round: {:.4} (best {:.4})",
+            r.seconds_per_round, r.best_round
+        );
+        println!("  GFLOP per round:   {:.3}", r.flops_per_round / 1e9);
+        println!(
+            "  achieved:          {:.1} GFLOP/s = {:.0}% of {} core(s) x {peak:.0} GFLOP/s (this machine's single-core GEMM, measured now)",
+            r.gflops(),
+            100.0 * r.fraction_of(peak),
+            r.threads
+        );
+        for (part, seconds) in &r.split {
+            println!("  {part}: {seconds:.3} s per round (measured on a sample of clients)");
+        }
     }
     Ok(())
 }

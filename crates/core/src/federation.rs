@@ -63,6 +63,8 @@ pub enum AlgoError {
 pub struct ClientEnv<'a> {
     /// This client's id.
     pub id: ClientId,
+    /// The round, from 0 (for per-round step-size decay).
+    pub round: usize,
     /// This client's local training data.
     pub data: Batch<'a>,
     /// The model architecture shared by all clients.

@@ -15,6 +15,7 @@ pub mod error;
 pub mod federation;
 pub mod kernels;
 pub mod linalg;
+pub mod local;
 pub mod model;
 pub mod params;
 pub mod rng;

@@ -3,6 +3,7 @@
 //! [`Workspace`]s that keep hot loops free of allocation.
 
 use crate::error::{CoreError, Result};
+use crate::local::{Augmentation, MinibatchSpec, OptimizerState};
 use crate::params::{all_finite, axpy};
 use crate::rng::Rng;
 
@@ -167,6 +168,34 @@ pub trait Model: Send + Sync {
     /// the per-cluster head. A single-layer model has no shared part (0).
     fn head_start(&self) -> usize {
         0
+    }
+
+    /// The model's input images and the augmentation its local training
+    /// applies to them, if any.
+    fn augmentation(&self) -> Option<Augmentation> {
+        None
+    }
+
+    /// `steps` minibatch steps of `spec` from `params`, continuing `state`,
+    /// with minibatches (and augmentations) drawn from `rng`, carried out by
+    /// the model itself; returns the loss of the first minibatch (non-finite if
+    /// training diverged). `None` leaves it to the caller's flat loop over
+    /// [`Model::loss_grad`] (`fedcluster_models::minibatch::steps`), which a
+    /// model overriding this must match. A model whose parameters live on a
+    /// device overrides it to copy parameters and state in and out once per
+    /// call instead of once per step.
+    #[allow(clippy::too_many_arguments)]
+    fn train_minibatch(
+        &self,
+        _params: &mut [f32],
+        _batch: Batch<'_>,
+        _spec: &MinibatchSpec<'_>,
+        _steps: usize,
+        _state: &mut OptimizerState,
+        _rng: &mut Rng,
+        _ws: &mut Workspace,
+    ) -> Option<f64> {
+        None
     }
 
     /// Mean losses of several models on the same batch. `models` holds

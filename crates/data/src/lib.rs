@@ -6,6 +6,9 @@
 //! - [`synthetic`]: deterministic generators of the synthetic experiments:
 //!   [`ifca_synthetic`] (IFCA, Ghosh et al., Section VI-A) and
 //!   [`mixed_regression`] (two-phase mixed linear regression, Section V).
+//! - [`labelled`]: synthetic classification tasks, [`synthetic_images`]
+//!   (class prototypes relabelled per cluster) and [`synthetic_text`] (a Markov
+//!   chain per cluster), for the image and text networks.
 //! - [`mnist`]: the MNIST reader [`load_mnist`] (IDX files, plain or gzipped),
 //!   image [`Transform`]s, and [`mnist_clusters`], one cluster per transform
 //!   (rotated MNIST of IFCA, Section VI-B; inverted MNIST of SR-FCA).
@@ -16,11 +19,13 @@
 
 pub mod dataset;
 pub mod error;
+pub mod labelled;
 pub mod mnist;
 pub mod synthetic;
 
 pub use dataset::{ClientData, FederatedData, GroundTruth, TargetsOwned, Task};
 pub use error::{DataError, Result};
+pub use labelled::{SyntheticImagesSpec, SyntheticTextSpec, synthetic_images, synthetic_text};
 pub use mnist::{
     Mnist, MnistAnchoredSpec, MnistClustersSpec, Transform, load_mnist, mnist_anchored,
     mnist_clusters,

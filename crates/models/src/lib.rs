@@ -3,7 +3,10 @@
 //! - [`linear`]: [`LinearRegression`], squared loss, the IFCA synthetic-data model,
 //!   with batched kernels for evaluating many models and for the IFCA client step.
 //! - [`logistic`]: [`LogisticRegression`], multinomial (softmax) regression.
-//! - [`local`]: local training loops shared by algorithms ([`local::gd_steps`]).
+//! - [`mlp`], [`cnn`]: [`Mlp`] and [`Cnn`], the papers' MNIST networks.
+//! - [`local`]: full-batch gradient descent loops ([`local::gd_steps`]);
+//!   [`minibatch`]: the flat minibatch loop (SGD, Adam, augmentation);
+//!   [`prox`]: the FedProx local problem.
 //! - [`gradcheck`]: analytic gradients against central finite differences.
 //!
 //! Models implement [`fedcluster_core::Model`], whose methods cannot fail. Data is
@@ -12,7 +15,7 @@
 //! not validated never makes a model panic: mismatched targets or shapes give a NaN
 //! loss and a NaN gradient, which the caller's divergence check catches.
 
-pub mod adam;
+pub mod augmented;
 pub mod cnn;
 pub mod error;
 pub mod gradcheck;
@@ -20,6 +23,7 @@ pub mod init;
 pub mod linear;
 pub mod local;
 pub mod logistic;
+pub mod minibatch;
 pub mod mlp;
 pub mod prox;
 

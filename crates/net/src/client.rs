@@ -172,6 +172,7 @@ impl Session {
                     };
                     let mut env = ClientEnv {
                         id: self.id,
+                        round: round as usize,
                         data,
                         model,
                         rng: stream(seed, Purpose::Client, round, self.id as u64),

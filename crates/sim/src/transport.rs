@@ -140,6 +140,7 @@ where
                             let mut ws = workspaces[slot].lock().unwrap_or_else(|e| e.into_inner());
                             let mut env = ClientEnv {
                                 id,
+                                round: ctx.round,
                                 data: data[id],
                                 model,
                                 rng: stream(seed, Purpose::Client, ctx.round as u64, id as u64),

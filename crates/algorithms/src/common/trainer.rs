@@ -1,39 +1,150 @@
 //! A client's local trainer: full-batch gradient descent (through
-//! [`fedcluster_core::Model::train`], so a model's exact shortcut applies) or
-//! Adam on shuffled minibatches, whose moments the client keeps between rounds
-//! as the SR-FCA paper's public code does; either optionally with a proximal
-//! pull towards a centre (FedSoft).
+//! [`fedcluster_core::Model::train`], so a model's exact shortcut applies), or
+//! SGD or Adam on shuffled minibatches ([`fedcluster_models::minibatch`], or the
+//! model's own device loop), whose state the client keeps between rounds as
+//! the SR-FCA paper's public code does; any of them optionally with a proximal
+//! pull towards a centre (FedSoft), and with a per-round step-size decay.
 
 use serde::{Deserialize, Serialize};
 
 use fedcluster_core::ClientEnv;
+use fedcluster_core::local::{MinibatchOptimizer, MinibatchSpec, OptimizerState, Pull};
 use fedcluster_core::params::{all_finite, axpy};
-use fedcluster_models::adam::{AdamConfig, AdamState, Pull, adam_steps};
+use fedcluster_models::minibatch;
 
 use super::checked::{FieldError, at_least_one};
 
-/// The local optimizer, as written in configs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+/// The local optimizer, as written in configs. Each takes `lr_decay`: round
+/// `t` (from 0) trains with `lr · lr_decay^t`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields, tag = "kind")]
 pub enum Optimizer {
     /// Full-batch gradient descent.
-    #[default]
-    Gd,
-    /// Adam (PyTorch's β and ε) on shuffled minibatches of `batch_size`.
+    Gd {
+        /// Per-round step-size decay.
+        #[serde(default = "one", skip_serializing_if = "is_one")]
+        lr_decay: f32,
+    },
+    /// SGD on shuffled minibatches of `batch_size`, with optional momentum and
+    /// weight decay (PyTorch's `SGD`); the momentum buffer is kept by the client.
+    Sgd {
+        /// Points per minibatch.
+        batch_size: usize,
+        /// Momentum `μ` in `[0, 1)`.
+        #[serde(default)]
+        momentum: f32,
+        /// Weight decay `λ >= 0`.
+        #[serde(default)]
+        weight_decay: f32,
+        /// Per-round step-size decay.
+        #[serde(default = "one", skip_serializing_if = "is_one")]
+        lr_decay: f32,
+    },
+    /// Adam (PyTorch's β and ε) on shuffled minibatches of `batch_size`; its
+    /// moments are kept by the client.
     Adam {
         /// Points per minibatch.
         batch_size: usize,
+        /// Per-round step-size decay.
+        #[serde(default = "one", skip_serializing_if = "is_one")]
+        lr_decay: f32,
     },
 }
 
+fn one() -> f32 {
+    1.0
+}
+
+fn is_one(v: &f32) -> bool {
+    *v == 1.0
+}
+
+impl Default for Optimizer {
+    fn default() -> Self {
+        Optimizer::Gd { lr_decay: 1.0 }
+    }
+}
+
 impl Optimizer {
+    /// Whether this is full-batch gradient descent.
+    pub fn is_gd(&self) -> bool {
+        matches!(self, Optimizer::Gd { .. })
+    }
+
+    /// The step size of round `round` for base step size `lr`.
+    pub fn lr_at(&self, lr: f32, round: usize) -> f32 {
+        let (Optimizer::Gd { lr_decay }
+        | Optimizer::Sgd { lr_decay, .. }
+        | Optimizer::Adam { lr_decay, .. }) = *self;
+        if lr_decay == 1.0 {
+            lr
+        } else {
+            lr * lr_decay.powi(round as i32)
+        }
+    }
+
     /// Checks the optimizer's parameters; `field` is its path in the config.
     pub fn validate(&self, field: &str) -> Result<(), FieldError> {
-        match *self {
-            Optimizer::Gd => Ok(()),
-            Optimizer::Adam { batch_size } => {
-                at_least_one(&format!("{field}.batch_size"), batch_size)
+        let decay = |lr_decay: f32| {
+            if lr_decay > 0.0 && lr_decay <= 1.0 {
+                Ok(())
+            } else {
+                Err(FieldError::new(
+                    format!("{field}.lr_decay"),
+                    format!("must lie in (0, 1], got {lr_decay}"),
+                ))
             }
+        };
+        match *self {
+            Optimizer::Gd { lr_decay } => decay(lr_decay),
+            Optimizer::Adam {
+                batch_size,
+                lr_decay,
+            } => {
+                at_least_one(&format!("{field}.batch_size"), batch_size)?;
+                decay(lr_decay)
+            }
+            Optimizer::Sgd {
+                batch_size,
+                momentum,
+                weight_decay,
+                lr_decay,
+            } => {
+                at_least_one(&format!("{field}.batch_size"), batch_size)?;
+                if !(0.0..1.0).contains(&momentum) {
+                    return Err(FieldError::new(
+                        format!("{field}.momentum"),
+                        format!("must lie in [0, 1), got {momentum}"),
+                    ));
+                }
+                if !(weight_decay >= 0.0 && weight_decay.is_finite()) {
+                    return Err(FieldError::new(
+                        format!("{field}.weight_decay"),
+                        format!("must be a finite number >= 0, got {weight_decay}"),
+                    ));
+                }
+                decay(lr_decay)
+            }
+        }
+    }
+
+    /// The minibatch optimizer and batch size (`None` for full-batch GD).
+    fn minibatch(&self) -> Option<(MinibatchOptimizer, usize)> {
+        match *self {
+            Optimizer::Gd { .. } => None,
+            Optimizer::Adam { batch_size, .. } => Some((MinibatchOptimizer::Adam, batch_size)),
+            Optimizer::Sgd {
+                batch_size,
+                momentum,
+                weight_decay,
+                ..
+            } => Some((
+                MinibatchOptimizer::Sgd {
+                    momentum,
+                    weight_decay,
+                },
+                batch_size,
+            )),
         }
     }
 }
@@ -42,7 +153,7 @@ impl Optimizer {
 #[derive(Debug, Clone, Default)]
 pub struct LocalTrainer {
     optimizer: Optimizer,
-    adam: AdamState,
+    state: OptimizerState,
 }
 
 impl LocalTrainer {
@@ -50,13 +161,13 @@ impl LocalTrainer {
     pub fn new(optimizer: Optimizer) -> Self {
         Self {
             optimizer,
-            adam: AdamState::default(),
+            state: OptimizerState::default(),
         }
     }
 
-    /// `steps` local steps of size `lr` from `params` on the client's data;
-    /// returns the loss at the start (of the first minibatch for Adam),
-    /// non-finite if training diverged.
+    /// `steps` local steps of size `lr` (decayed for the round) from `params`
+    /// on the client's data; returns the loss at the start (of the first
+    /// minibatch for SGD and Adam), non-finite if training diverged.
     pub fn train(
         &mut self,
         params: &mut [f32],
@@ -67,9 +178,10 @@ impl LocalTrainer {
         self.steps(params, None, lr, steps, env)
     }
 
-    /// `steps` local steps of size `lr` from `params` on the client's loss plus
-    /// `(mu/2)‖w − centre‖²`; returns the model's loss at the start (of the
-    /// first minibatch for Adam), non-finite if training diverged.
+    /// `steps` local steps of size `lr` (decayed for the round) from `params`
+    /// on the client's loss plus `(mu/2)‖w − centre‖²`; returns the model's
+    /// loss at the start (of the first minibatch for SGD and Adam), non-finite
+    /// if training diverged.
     pub fn train_towards(
         &mut self,
         params: &mut [f32],
@@ -90,20 +202,28 @@ impl LocalTrainer {
         steps: usize,
         env: &mut ClientEnv<'_>,
     ) -> f64 {
-        match (self.optimizer, pull) {
-            (Optimizer::Gd, None) => env.model.train(params, env.data, lr, steps, env.ws),
-            (Optimizer::Gd, Some(pull)) => prox_gd_steps(params, pull, lr, steps, env),
-            (Optimizer::Adam { batch_size }, pull) => adam_steps(
-                env.model,
-                params,
-                env.data,
-                AdamConfig::new(lr, batch_size),
-                steps,
-                &mut self.adam,
-                &mut env.rng,
-                env.ws,
-                pull,
-            ),
+        let lr = self.optimizer.lr_at(lr, env.round);
+        match (self.optimizer.minibatch(), pull) {
+            (None, None) => env.model.train(params, env.data, lr, steps, env.ws),
+            (None, Some(pull)) => prox_gd_steps(params, pull, lr, steps, env),
+            (Some((optimizer, batch_size)), pull) => {
+                let spec = MinibatchSpec {
+                    optimizer,
+                    lr,
+                    batch_size,
+                    pull,
+                };
+                minibatch::steps(
+                    env.model,
+                    params,
+                    env.data,
+                    &spec,
+                    steps,
+                    &mut self.state,
+                    &mut env.rng,
+                    env.ws,
+                )
+            }
         }
     }
 }
@@ -152,26 +272,36 @@ mod tests {
         let mut ws = Workspace::default();
         let mut env = ClientEnv {
             id: 0,
+            round: 0,
             data,
             model: &model,
             rng: stream(1, Purpose::Client, 0, 0),
             ws: &mut ws,
         };
-        let mut gd = LocalTrainer::new(Optimizer::Gd);
+        let mut gd = LocalTrainer::new(Optimizer::default());
         let (mut a, mut b) = ([0.0f32; 2], [0.0f32; 2]);
         let la = gd.train(&mut a, 0.1, 5, &mut env);
         let lb = model.train(&mut b, data, 0.1, 5, env.ws);
         assert_eq!((la, a), (lb, b));
         // Adam: two calls of 3 steps continue one run of moments, so they differ
         // from one call of 3 steps repeated from scratch.
-        let mut adam = LocalTrainer::new(Optimizer::Adam { batch_size: 2 });
+        let mut adam = LocalTrainer::new(Optimizer::Adam {
+            batch_size: 2,
+            lr_decay: 1.0,
+        });
         let mut w = [0.0f32; 2];
         adam.train(&mut w, 0.1, 3, &mut env);
         adam.train(&mut w, 0.1, 3, &mut env);
         let mut fresh = [0.0f32; 2];
-        let mut again = LocalTrainer::new(Optimizer::Adam { batch_size: 2 });
+        let mut again = LocalTrainer::new(Optimizer::Adam {
+            batch_size: 2,
+            lr_decay: 1.0,
+        });
         again.train(&mut fresh, 0.1, 3, &mut env);
-        let mut again2 = LocalTrainer::new(Optimizer::Adam { batch_size: 2 });
+        let mut again2 = LocalTrainer::new(Optimizer::Adam {
+            batch_size: 2,
+            lr_decay: 1.0,
+        });
         again2.train(&mut fresh, 0.1, 3, &mut env);
         assert_ne!(w, fresh);
         assert!(model.loss(&w, data, env.ws) < model.loss(&[0.0, 0.0], data, env.ws));

@@ -48,7 +48,7 @@ impl ClientHalf for IfcaClient {
         if self.trainers.len() != msg.replicas {
             let optimizer = match self.step {
                 LocalStep::Train { optimizer, .. } => optimizer,
-                _ => Optimizer::Gd,
+                _ => Optimizer::default(),
             };
             self.trainers = vec![LocalTrainer::new(optimizer); msg.replicas];
         }

@@ -97,23 +97,25 @@ impl Config {
         }
         self.optimizer.validate("optimizer")?;
         let momentum = self.momentum > 0.0;
+        let plain_gd = self.optimizer == Optimizer::default();
         Ok(match (self.aggregation, momentum, self.optimizer) {
-            (Aggregation::Gradient, false, Optimizer::Gd) => LocalStep::Gradient,
-            (Aggregation::Gradient, true, Optimizer::Gd) => LocalStep::GradientWithMomentum {
+            (Aggregation::Gradient, false, _) if plain_gd => LocalStep::Gradient,
+            (Aggregation::Gradient, true, _) if plain_gd => LocalStep::GradientWithMomentum {
                 beta: self.momentum,
             },
             (Aggregation::Model, false, optimizer) => LocalStep::Train {
                 steps: self.local_steps,
                 optimizer,
             },
-            (Aggregation::Model, true, Optimizer::Gd) => LocalStep::TrainWithMomentum {
+            (Aggregation::Model, true, _) if plain_gd => LocalStep::TrainWithMomentum {
                 steps: self.local_steps,
                 beta: self.momentum,
             },
-            (_, _, Optimizer::Adam { .. }) => {
+            _ => {
                 return Err(FieldError::new(
                     "optimizer",
-                    "Adam applies to model averaging without momentum only",
+                    "a local optimizer (Adam, SGD, a step-size decay) applies to model \
+                     averaging without momentum only",
                 ));
             }
         })

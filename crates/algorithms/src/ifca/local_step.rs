@@ -171,15 +171,16 @@ fn assign(
         }
         LocalStep::Train {
             steps,
-            optimizer: Optimizer::Gd,
+            optimizer: optimizer @ Optimizer::Gd { .. },
         } => {
             // LocalUpdate from θ_ĵ; models with a shortcut reuse the
             // assignment's forward pass as the start of training.
+            let lrs: Vec<f32> = sent.lrs.iter().map(|&lr| optimizer.lr_at(lr, env.round)).collect();
             let trained = env.model.assign_and_train(
                 sent.models,
                 k,
                 env.data,
-                sent.lrs,
+                &lrs,
                 steps,
                 &mut all,
                 &mut chosen,

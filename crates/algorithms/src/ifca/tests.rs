@@ -149,6 +149,7 @@ fn the_client_picks_the_lowest_loss_model_and_reports_its_gradient() {
     let mut ws = Workspace::default();
     let mut env = ClientEnv {
         id: 0,
+        round: 0,
         data: Batch::new(&x, Targets::Real(&y), 1).unwrap(),
         model: &model,
         rng: stream(1, Purpose::Client, 0, 0),
@@ -329,6 +330,7 @@ fn the_momentum_client_sends_beta_u_plus_g() {
     let mut ws = Workspace::default();
     let mut env = ClientEnv {
         id: 0,
+        round: 0,
         data: Batch::new(&x, Targets::Real(&y), 1).unwrap(),
         model: &model,
         rng: stream(1, Purpose::Client, 0, 0),

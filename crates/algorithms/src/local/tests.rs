@@ -39,6 +39,7 @@ fn clients_keep_training_their_own_model_and_the_server_records_it() {
             .map(|(id, msg): &(usize, TrainLocally)| {
                 let mut env = ClientEnv {
                     id: *id,
+                    round: 0,
                     data: Batch::new(&xs, Targets::Real(&ys[*id]), 1).unwrap(),
                     model: &model,
                     rng: stream(1, Purpose::Client, round as u64, *id as u64),

@@ -107,7 +107,7 @@ impl ClientHalf for SrFcaClient {
                     AlgoError::Protocol(format!("cluster {c} is not among the models"))
                 })?;
                 let mut grad = vec![0.0f32; *p];
-                let loss = if *local_steps == 1 && self.optimizer == Optimizer::Gd {
+                let loss = if *local_steps == 1 && self.optimizer.is_gd() {
                     env.model.loss_grad(start, env.data, &mut grad, env.ws)
                 } else {
                     grad.copy_from_slice(start);

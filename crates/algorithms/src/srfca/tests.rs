@@ -37,12 +37,12 @@ fn config(distance: Distance, threshold: Threshold) -> Config {
         distance,
         local_steps: 200,
         local_lr: 0.05,
-        local_optimizer: Optimizer::Gd,
+        local_optimizer: Optimizer::default(),
         refine_steps: 2,
         refine_rounds: 100,
         trim: 0.1,
         lr: 0.1,
-        optimizer: Optimizer::Gd,
+        optimizer: Optimizer::default(),
         refine_local_steps: 1,
         init: InitScheme::Zeros,
         then: AfterOneShot::Refine,
@@ -177,7 +177,7 @@ fn check_one_shot_ifca(c: &Config) {
 #[test]
 fn adam_one_shot_also_finds_the_clusters() {
     let mut c = config(Distance::CrossLoss, Threshold::Quantile { value: 0.2 });
-    c.local_optimizer = Optimizer::Adam { batch_size: 10 };
+    c.local_optimizer = Optimizer::Adam { batch_size: 10, lr_decay: 1.0 };
     c.local_lr = 0.05;
     check_recovery(&c, 2);
 }
@@ -185,7 +185,7 @@ fn adam_one_shot_also_finds_the_clusters() {
 #[test]
 fn adam_refine_with_local_steps_finds_the_clusters() {
     let mut c = config(Distance::CrossLoss, Threshold::Quantile { value: 0.2 });
-    c.optimizer = Optimizer::Adam { batch_size: 10 };
+    c.optimizer = Optimizer::Adam { batch_size: 10, lr_decay: 1.0 };
     c.refine_local_steps = 5;
     c.lr = 0.01;
     check_recovery(&c, 2);
@@ -195,7 +195,7 @@ fn adam_refine_with_local_steps_finds_the_clusters() {
 fn adam_one_shot_ifca_finds_the_clusters() {
     let mut c = config(Distance::L2, Threshold::Quantile { value: 0.2 });
     c.then = AfterOneShot::Ifca { local_steps: 5 };
-    c.optimizer = Optimizer::Adam { batch_size: 10 };
+    c.optimizer = Optimizer::Adam { batch_size: 10, lr_decay: 1.0 };
     c.lr = 0.01;
     check_one_shot_ifca(&c);
 }
@@ -213,6 +213,7 @@ fn a_multi_step_update_is_sent_as_the_sum_of_its_gradients() {
     let start: Vec<f32> = (0..data.dim).map(|i| 0.1 * i as f32).collect();
     let mut env = ClientEnv {
         id: 0,
+        round: 0,
         data: batch,
         model: &model,
         rng: stream(1, Purpose::Client, 0, 0),

@@ -2,6 +2,7 @@
 //! against the machine's single-core f32 GEMM peak.
 
 mod mnist;
+mod models;
 mod synthetic;
 
 use anyhow::Result;
@@ -9,9 +10,34 @@ use anyhow::Result;
 use fedcluster_core::ServerHalf;
 use fedcluster_sim::{Transport, run};
 
-/// Single-core f32 GEMM peak of the reference machine (AMD EPYC Zen 3, AVX2+FMA),
-/// GFLOP/s, measured in `../shared/GUIDE.md` section 3.
-pub const CORE_PEAK_GFLOPS: f64 = 75.0;
+/// This machine's single-core f32 peak in practice, GFLOP/s: the best of six
+/// timed products of 512 x 512 matrices (in cache) through the project's GEMM
+/// (`core::linalg::matmul`, the `gemm` crate, one thread). Benchmarks report
+/// against it rather than a fixed number: `../shared/GUIDE.md` section 3's
+/// 70-80 GFLOP/s is an AVX2 Zen 3 core, and an AVX-512 Xeon reaches about twice
+/// that.
+pub fn gemm_peak() -> f64 {
+    use fedcluster_core::linalg::{MatMut, MatRef, matmul};
+    let n = 512;
+    let a: Vec<f32> = (0..n * n).map(|i| ((i % 7) as f32 - 3.0) * 0.01).collect();
+    let b = a.clone();
+    let mut c = vec![0.0f32; n * n];
+    let mut best = f64::INFINITY;
+    for _ in 0..6 {
+        let start = std::time::Instant::now();
+        for _ in 0..4 {
+            matmul(
+                MatMut::row_major(&mut c, n, n),
+                MatRef::row_major(&a, n, n),
+                MatRef::row_major(&b, n, n),
+                false,
+                1.0,
+            );
+        }
+        best = best.min(start.elapsed().as_secs_f64() / 4.0);
+    }
+    2.0 * (n * n * n) as f64 / best / 1e9
+}
 
 /// The benchmarks `fedcluster bench` knows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -23,6 +49,9 @@ pub enum Benchmark {
     /// IFCA model averaging, MLP 784-200-10, rotated MNIST, (m, n) = (2400, 100), k = 4,
     /// tau = 10 (needs --data-dir).
     IfcaRotatedMnist,
+    /// One local SGD step of every network (MLP, cnn-cifar, cnn-femnist, ResNet9,
+    /// char-LSTM) at the papers' sizes, native and ndarray backends, one thread.
+    ModelSteps,
 }
 
 /// Options of a benchmark run.
@@ -62,20 +91,28 @@ impl BenchReport {
         self.flops_per_round / self.seconds_per_round / 1e9
     }
 
-    /// Fraction of the peak of the cores used.
-    pub fn fraction_of_peak(&self) -> f64 {
-        self.gflops() / (CORE_PEAK_GFLOPS * self.threads as f64)
+    /// Fraction of `peak` (GFLOP/s per core) on the cores used.
+    pub fn fraction_of(&self, peak: f64) -> f64 {
+        self.gflops() / (peak * self.threads as f64)
     }
 }
 
-/// Runs `benchmark`.
-pub fn run_bench(benchmark: Benchmark, options: BenchOptions) -> Result<BenchReport> {
+/// Runs `benchmark`: one report, or one per model for `model-steps`.
+pub fn run_bench(benchmark: Benchmark, options: BenchOptions) -> Result<Vec<BenchReport>> {
+    Ok(match benchmark {
+        Benchmark::ModelSteps => return models::model_steps(&options),
+        other => vec![run_round_bench(other, options)?],
+    })
+}
+
+fn run_round_bench(benchmark: Benchmark, options: BenchOptions) -> Result<BenchReport> {
     match benchmark {
         Benchmark::IfcaSynthetic => synthetic::ifca_synthetic_round(benchmark, options, 400, 4, 1),
         Benchmark::IfcaSyntheticRestarts => {
             synthetic::ifca_synthetic_round(benchmark, options, 100, 2, 10)
         }
         Benchmark::IfcaRotatedMnist => mnist::ifca_rotated_mnist_round(benchmark, &options),
+        Benchmark::ModelSteps => unreachable!("handled by run_bench"),
     }
 }
 
@@ -102,6 +139,19 @@ where
 }
 
 impl BenchReport {
+    /// The report of single-threaded steps named `name`, each of `flops`.
+    fn of_steps(name: &str, times: &[f64], flops: f64) -> Self {
+        Self {
+            name: name.into(),
+            threads: 1,
+            rounds: times.len(),
+            seconds_per_round: times.iter().sum::<f64>() / times.len().max(1) as f64,
+            best_round: times.iter().copied().fold(f64::INFINITY, f64::min),
+            flops_per_round: flops,
+            split: Vec::new(),
+        }
+    }
+
     /// The report of `times` (seconds of each timed round) at `flops_per_round`.
     fn of_rounds(
         benchmark: Benchmark,

@@ -1,0 +1,181 @@
+//! What a client's minibatch local training is: the optimizer with its
+//! hyperparameters ([`MinibatchSpec`]), its state kept by the client between
+//! rounds ([`OptimizerState`]), and image augmentation ([`Augmentation`]).
+//!
+//! The flat training loop that runs these through [`crate::Model::loss_grad`]
+//! is `fedcluster_models::minibatch`; a model whose parameters live on a device
+//! runs them itself ([`crate::Model::train_minibatch`]), loading parameters and
+//! state once per call.
+
+/// A minibatch optimizer and its hyperparameters.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum MinibatchOptimizer {
+    /// SGD: `u ← μ u + (g + λ w)`, `w ← w − lr u` (PyTorch's `SGD` with
+    /// momentum `μ` and weight decay `λ`; `μ = 0` is plain SGD).
+    Sgd {
+        /// Momentum `μ`.
+        momentum: f32,
+        /// Weight decay `λ` (an L2 penalty's gradient added to the loss's).
+        weight_decay: f32,
+    },
+    /// Adam with PyTorch's defaults `β₁ = 0.9`, `β₂ = 0.999`, `ε = 1e-8`.
+    Adam,
+}
+
+/// Adam's `β₁`.
+pub const ADAM_BETA1: f32 = 0.9;
+/// Adam's `β₂`.
+pub const ADAM_BETA2: f32 = 0.999;
+/// Adam's `ε`.
+pub const ADAM_EPS: f32 = 1e-8;
+
+/// One call's minibatch training: the optimizer, the step size, the minibatch
+/// size and an optional proximal pull.
+#[derive(Debug, Clone, Copy)]
+pub struct MinibatchSpec<'a> {
+    /// The optimizer.
+    pub optimizer: MinibatchOptimizer,
+    /// The step size of this call (already decayed for the round).
+    pub lr: f32,
+    /// Points per minibatch (the whole client when larger).
+    pub batch_size: usize,
+    /// `(μ/2)‖w − centre‖²` added to the loss (FedSoft).
+    pub pull: Option<Pull<'a>>,
+}
+
+/// A proximal pull `(μ/2)‖w − centre‖²` added to the loss (FedProx, FedSoft).
+#[derive(Debug, Clone, Copy)]
+pub struct Pull<'a> {
+    /// `μ`.
+    pub mu: f32,
+    /// The point pulled towards.
+    pub centre: &'a [f32],
+}
+
+/// An optimizer's state, kept by the client between rounds: Adam's moments
+/// and step count, or SGD's momentum buffer (`first`). Empty until the first
+/// step, which sizes it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct OptimizerState {
+    /// Adam's first moment `m`, or SGD's momentum buffer `u`.
+    pub first: Vec<f32>,
+    /// Adam's second moment `v` (empty for SGD).
+    pub second: Vec<f32>,
+    /// Steps taken.
+    pub t: u32,
+}
+
+impl OptimizerState {
+    /// Sizes the state for `p` parameters under `optimizer` (fresh when the
+    /// size changes).
+    pub fn ready(&mut self, optimizer: MinibatchOptimizer, p: usize) {
+        let second = match optimizer {
+            MinibatchOptimizer::Adam => p,
+            MinibatchOptimizer::Sgd { .. } => 0,
+        };
+        if self.first.len() != p || self.second.len() != second {
+            *self = OptimizerState {
+                first: vec![0.0; p],
+                second: vec![0.0; second],
+                t: 0,
+            };
+        }
+    }
+}
+
+/// The shape of a model's input images, channels-last.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ImageShape {
+    /// Rows.
+    pub height: usize,
+    /// Columns.
+    pub width: usize,
+    /// Channels.
+    pub channels: usize,
+}
+
+/// Training-time augmentation of images (the CIFAR protocols' "standard data
+/// augmentation"): each minibatch image is shifted by a random offset in
+/// `[−crop_padding, crop_padding]²` (a random crop of the zero-padded image) and
+/// flipped left-right with probability ½, drawn from the client's stream.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Augmentation {
+    /// The images' shape.
+    pub shape: ImageShape,
+    /// Padding of the random crop (4 for CIFAR); 0 turns cropping off.
+    pub crop_padding: usize,
+    /// Random horizontal flips.
+    pub flip: bool,
+}
+
+impl Augmentation {
+    /// Augments one channels-last image `src` into `dst` with the crop offset
+    /// `(dy, dx)` and `flip`.
+    pub fn apply(&self, src: &[f32], dst: &mut [f32], dy: isize, dx: isize, flip: bool) {
+        let ImageShape {
+            height,
+            width,
+            channels: c,
+        } = self.shape;
+        for y in 0..height {
+            let sy = y as isize + dy;
+            for x in 0..width {
+                let ox = if flip { width - 1 - x } else { x };
+                let sx = ox as isize + dx;
+                let out = &mut dst[(y * width + x) * c..(y * width + x + 1) * c];
+                if sy < 0 || sx < 0 || sy >= height as isize || sx >= width as isize {
+                    out.fill(0.0);
+                } else {
+                    let at = (sy as usize * width + sx as usize) * c;
+                    out.copy_from_slice(&src[at..at + c]);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_shift_moves_pixels_and_pads_with_zeros_and_a_flip_mirrors() {
+        let aug = Augmentation {
+            shape: ImageShape {
+                height: 2,
+                width: 3,
+                channels: 1,
+            },
+            crop_padding: 1,
+            flip: true,
+        };
+        let src = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0];
+        let mut dst = [0.0; 6];
+        aug.apply(&src, &mut dst, 0, 0, false);
+        assert_eq!(dst, src);
+        aug.apply(&src, &mut dst, 0, 1, false);
+        assert_eq!(dst, [2.0, 3.0, 0.0, 5.0, 6.0, 0.0]);
+        aug.apply(&src, &mut dst, -1, 0, false);
+        assert_eq!(dst, [0.0, 0.0, 0.0, 1.0, 2.0, 3.0]);
+        aug.apply(&src, &mut dst, 0, 0, true);
+        assert_eq!(dst, [3.0, 2.0, 1.0, 6.0, 5.0, 4.0]);
+    }
+
+    #[test]
+    fn the_state_is_sized_for_the_optimizer() {
+        let mut s = OptimizerState::default();
+        s.ready(MinibatchOptimizer::Adam, 3);
+        assert_eq!((s.first.len(), s.second.len()), (3, 3));
+        s.t = 5;
+        s.ready(MinibatchOptimizer::Adam, 3);
+        assert_eq!(s.t, 5, "kept while the size fits");
+        s.ready(
+            MinibatchOptimizer::Sgd {
+                momentum: 0.9,
+                weight_decay: 0.0,
+            },
+            3,
+        );
+        assert_eq!((s.first.len(), s.second.len(), s.t), (3, 0, 0));
+    }
+}

@@ -1,0 +1,135 @@
+//! The character LSTM of LEAF's Shakespeare task (Caldas et al. 2018; the
+//! SR-FCA paper's Table 3 network): an embedding of the 80-symbol alphabet,
+//! stacked LSTM layers, and a dense layer from the last step's hidden state to
+//! the next character, in PyTorch's layout (`nn.Embedding`, `nn.LSTM` with
+//! `weight_ih_l{k}`, `weight_hh_l{k}`, `bias_ih_l{k}`, `bias_hh_l{k}` and gates
+//! `i, f, g, o`, `nn.Linear`). Inputs are token ids stored as floats.
+
+use burn::tensor::Tensor;
+use burn::tensor::backend::Backend;
+
+use crate::flat::{Init, ParamSpec};
+use crate::layers::{Norm, dense, embedding, lstm};
+use crate::net::Architecture;
+
+/// The LSTM's shape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CharLstm {
+    /// Symbols (inputs and outputs).
+    pub vocab: usize,
+    /// Characters per input window.
+    pub seq_len: usize,
+    /// Embedding dimension (LEAF: 8).
+    pub embedding: usize,
+    /// Hidden units per layer (LEAF: 256).
+    pub hidden: usize,
+    /// Stacked layers (LEAF: 2).
+    pub layers: usize,
+}
+
+impl CharLstm {
+    /// Why this shape cannot be built, naming the `[model]` key.
+    pub fn check(&self) -> Result<(), (&'static str, String)> {
+        if self.seq_len == 0 || self.vocab == 0 {
+            return Err(("kind", "needs token windows (a text data set)".into()));
+        }
+        for (field, v) in [
+            ("embedding", self.embedding),
+            ("hidden", self.hidden),
+            ("layers", self.layers),
+        ] {
+            if v == 0 {
+                return Err((field, "must be at least 1, got 0".into()));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Architecture for CharLstm {
+    fn name(&self) -> &'static str {
+        "char-lstm"
+    }
+
+    fn layout(&self) -> Vec<ParamSpec> {
+        let (h, h4) = (self.hidden, 4 * self.hidden);
+        let mut layout = vec![ParamSpec::new(
+            "embedding.weight",
+            &[self.vocab, self.embedding],
+            Init::Normal,
+        )];
+        for k in 0..self.layers {
+            let input = if k == 0 { self.embedding } else { h };
+            layout.push(ParamSpec::new(
+                format!("lstm.weight_ih_l{k}"),
+                &[h4, input],
+                Init::FanIn(h),
+            ));
+            layout.push(ParamSpec::new(
+                format!("lstm.weight_hh_l{k}"),
+                &[h4, h],
+                Init::FanIn(h),
+            ));
+            layout.push(ParamSpec::new(
+                format!("lstm.bias_ih_l{k}"),
+                &[h4],
+                Init::FanIn(h),
+            ));
+            layout.push(ParamSpec::new(
+                format!("lstm.bias_hh_l{k}"),
+                &[h4],
+                Init::FanIn(h),
+            ));
+        }
+        layout.push(ParamSpec::new(
+            "fc.weight",
+            &[self.vocab, h],
+            Init::FanIn(h),
+        ));
+        layout.push(ParamSpec::new("fc.bias", &[self.vocab], Init::FanIn(h)));
+        layout
+    }
+
+    fn input_dim(&self) -> usize {
+        self.seq_len
+    }
+
+    fn classes(&self) -> usize {
+        self.vocab
+    }
+
+    fn flops_per_sample(&self) -> u64 {
+        let (h, e) = (self.hidden as u64, self.embedding as u64);
+        let per_step: u64 = (0..self.layers)
+            .map(|k| 2 * 4 * h * (if k == 0 { e } else { h } + h))
+            .sum();
+        self.seq_len as u64 * per_step + 2 * h * self.vocab as u64
+    }
+
+    fn head_start(&self) -> usize {
+        let layout = self.layout();
+        layout[..layout.len() - 2].iter().map(ParamSpec::len).sum()
+    }
+
+    fn vocab(&self) -> Option<usize> {
+        Some(self.vocab)
+    }
+
+    fn forward<B: Backend>(
+        &self,
+        p: &[Tensor<B, 1>],
+        x: Tensor<B, 2>,
+        _norm: &mut Norm<'_, B>,
+    ) -> Tensor<B, 2> {
+        let [n, t] = x.dims();
+        let mut h = embedding(x.int(), &p[0], self.embedding);
+        for k in 0..self.layers {
+            h = lstm(h, &p[1 + 4 * k..5 + 4 * k], self.hidden);
+        }
+        let last = h
+            .slice([0..n, t - 1..t, 0..self.hidden])
+            .reshape([n, self.hidden]);
+        let at = 1 + 4 * self.layers;
+        dense(last, &p[at], Some(&p[at + 1]))
+    }
+}
