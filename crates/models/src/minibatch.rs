@@ -46,6 +46,49 @@ pub fn shuffle(order: &mut [usize], rng: &mut Rng) {
     order.shuffle(rng);
 }
 
+/// The next minibatch's rows: the `size` rows of `order` after `cursor`, the
+/// order reshuffled by `rng` whenever an epoch ends (start with `cursor` at the
+/// end, so the first call shuffles).
+pub fn next_rows<'o>(
+    order: &'o mut [usize],
+    cursor: &mut usize,
+    size: usize,
+    rng: &mut Rng,
+) -> &'o [usize] {
+    let n = order.len();
+    if *cursor >= n {
+        shuffle(order, rng);
+        *cursor = 0;
+    }
+    let start = *cursor;
+    *cursor = (start + size).min(n);
+    &order[start..*cursor]
+}
+
+/// Appends the features of `rows` of `batch` to `x`, each image augmented with
+/// its own draw from `rng` (in row order) when there is an augmentation.
+pub fn gather_features(
+    batch: Batch<'_>,
+    rows: &[usize],
+    augmentation: Option<&Augmentation>,
+    rng: &mut Rng,
+    x: &mut Vec<f32>,
+) {
+    let d = batch.dim;
+    for &r in rows {
+        let src = &batch.x[r * d..(r + 1) * d];
+        match augmentation {
+            None => x.extend_from_slice(src),
+            Some(aug) => {
+                let (dy, dx, flip) = augmentation_draw(aug, rng);
+                let at = x.len();
+                x.resize(at + d, 0.0);
+                aug.apply(src, &mut x[at..], dy, dx, flip);
+            }
+        }
+    }
+}
+
 /// One augmentation draw for one image: the crop offset `(dy, dx)` and the flip.
 pub fn augmentation_draw(aug: &Augmentation, rng: &mut Rng) -> (isize, isize, bool) {
     let p = aug.crop_padding as i64;
@@ -97,25 +140,9 @@ pub fn flat_steps(
     grad.resize(p, 0.0);
     let mut first = f64::NAN;
     for step in 0..steps {
-        if cursor >= n {
-            shuffle(order, rng);
-            cursor = 0;
-        }
-        let rows = &order[cursor..(cursor + size).min(n)];
-        cursor += rows.len();
+        let rows = next_rows(order, &mut cursor, size, rng);
         x.clear();
-        for &r in rows {
-            let src = &batch.x[r * d..(r + 1) * d];
-            match &augmentation {
-                None => x.extend_from_slice(src),
-                Some(aug) => {
-                    let (dy, dx, flip) = augmentation_draw(aug, rng);
-                    let at = x.len();
-                    x.resize(at + d, 0.0);
-                    aug.apply(src, &mut x[at..], dy, dx, flip);
-                }
-            }
-        }
+        gather_features(batch, rows, augmentation.as_ref(), rng, x);
         let targets = match batch.y {
             Targets::Real(y) => {
                 y_real.clear();

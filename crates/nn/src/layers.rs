@@ -8,6 +8,7 @@
 use burn::tensor::activation::{log_softmax, relu, tanh};
 use burn::tensor::backend::Backend;
 use burn::tensor::{ElementConversion, Int, Tensor};
+use fedcluster_core::local::ImageShape;
 
 /// `x · Wᵀ + b` for `x` of shape `[n, in]` and `w` holding `[out, in]`.
 pub fn dense<B: Backend>(
@@ -22,6 +23,12 @@ pub fn dense<B: Backend>(
         Some(b) => y + b.clone().reshape([1, out]),
         None => y,
     }
+}
+
+/// The rows of `x` (`[n, h·w·c]`) as channels-last images `[n, h, w, c]`.
+pub fn images<B: Backend>(x: Tensor<B, 2>, shape: ImageShape) -> Tensor<B, 4> {
+    let [n, _] = x.dims();
+    x.reshape([n, shape.height, shape.width, shape.channels])
 }
 
 /// Zero padding of `pad` rows and columns on every side of channels-last images.

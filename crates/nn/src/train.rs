@@ -13,7 +13,7 @@ use fedcluster_core::local::{
 };
 use fedcluster_core::params::all_finite;
 use fedcluster_core::{Batch, Rng, Workspace};
-use fedcluster_models::minibatch::{augmentation_draw, shuffle};
+use fedcluster_models::minibatch::{gather_features, next_rows};
 
 use crate::flat::{ParamSpec, Params};
 use crate::layers::{Norm, cross_entropy, running_update};
@@ -157,27 +157,11 @@ pub fn minibatch<A: Architecture, B: AutodiffBackend>(
     let (mut cursor, mut first) = (n, f64::NAN);
     let (mut xs, mut ys) = (Vec::with_capacity(size * d), Vec::with_capacity(size));
     for s in 0..steps {
-        if cursor >= n {
-            shuffle(&mut order, rng);
-            cursor = 0;
-        }
-        let rows = &order[cursor..(cursor + size).min(n)];
-        cursor += rows.len();
+        let rows = next_rows(&mut order, &mut cursor, size, rng);
         xs.clear();
+        gather_features(batch, rows, augmentation.as_ref(), rng, &mut xs);
         ys.clear();
-        for &r in rows {
-            let src = &batch.x[r * d..(r + 1) * d];
-            match &augmentation {
-                None => xs.extend_from_slice(src),
-                Some(aug) => {
-                    let (dy, dx, flip) = augmentation_draw(aug, rng);
-                    let at = xs.len();
-                    xs.resize(at + d, 0.0);
-                    aug.apply(src, &mut xs[at..], dy, dx, flip);
-                }
-            }
-            ys.push(y[r]);
-        }
+        ys.extend(rows.iter().map(|&r| y[r]));
         let (x, t) = model.tensors::<B>(&xs, &ys, dev);
         state.t += 1;
         let tstep = state.t as i32;

@@ -11,7 +11,7 @@ use burn::tensor::backend::Backend;
 use fedcluster_core::local::ImageShape;
 
 use crate::flat::{Init, ParamSpec};
-use crate::layers::{Norm, act, conv2d, dense, max_pool2};
+use crate::layers::{Norm, act, conv2d, dense, images, max_pool2};
 use crate::net::Architecture;
 
 /// The CNN's shape.
@@ -134,13 +134,8 @@ impl Architecture for Cnn {
         _norm: &mut Norm<'_, B>,
     ) -> Tensor<B, 2> {
         let [n, _] = x.dims();
-        let ImageShape {
-            height,
-            width,
-            channels,
-        } = self.image;
         let (k, pad) = (self.kernel, self.padding);
-        let x = x.reshape([n, height, width, channels]);
+        let x = images(x, self.image);
         let x = max_pool2(act(conv2d(x, &p[0], Some(&p[1]), k, pad)));
         let x = max_pool2(act(conv2d(x, &p[2], Some(&p[3]), k, pad)));
         let [_, h, w, c] = x.dims();

@@ -21,7 +21,7 @@ use burn::tensor::backend::Backend;
 use fedcluster_core::local::ImageShape;
 
 use crate::flat::{Init, ParamSpec};
-use crate::layers::{Norm, act, batch_norm, conv2d, dense, global_max_pool, max_pool2};
+use crate::layers::{Norm, act, batch_norm, conv2d, dense, global_max_pool, images, max_pool2};
 use crate::net::Architecture;
 
 /// ResNet9's shape.
@@ -155,13 +155,7 @@ impl Architecture for ResNet9 {
         x: Tensor<B, 2>,
         norm: &mut Norm<'_, B>,
     ) -> Tensor<B, 2> {
-        let [n, _] = x.dims();
-        let ImageShape {
-            height,
-            width,
-            channels,
-        } = self.image;
-        let mut x = x.reshape([n, height, width, channels]);
+        let mut x = images(x, self.image);
         // conv-BN-ReLU number `i` (its five tensors start at 5 i).
         let mut block = |x: Tensor<B, 4>, i: usize| {
             let y = conv2d(x, &p[5 * i], None, 3, 1);
