@@ -20,14 +20,22 @@ use super::{BenchOptions, BenchReport};
 /// Points of the synthetic client each step samples its minibatch from.
 const CLIENT_POINTS: usize = 500;
 
-/// One network on one backend: its label, the model, its minibatch size and
-/// the vocabulary of its token inputs (for the LSTM).
+/// One network on one backend: its label, the model, its minibatch size, the
+/// vocabulary of its token inputs (for the LSTM) and the forward flops per
+/// sample of its input layer, whose input gradient no backend computes.
 struct Case {
     label: String,
     model: Box<dyn Model>,
     batch: usize,
     classes: usize,
     vocab: Option<usize>,
+    input_layer_flops: u64,
+}
+
+/// Forward flops per sample of a convolution with `out_side`² outputs of
+/// `out` channels, each from a `kernel`² x `input` window.
+fn conv_flops(out_side: u64, kernel: u64, input: u64, out: u64) -> u64 {
+    2 * out_side * out_side * kernel * kernel * input * out
 }
 
 fn image(side: usize, channels: usize) -> ImageShape {
@@ -85,13 +93,16 @@ fn cases() -> Result<Vec<Case>> {
         hidden: 512,
         classes: 10,
     })?;
-    let case = |label: &str, model, batch, classes, vocab| Case {
+    let case = |label: &str, model, batch, classes, vocab, input_layer_flops| Case {
         label: label.into(),
         model,
         batch,
         classes,
         vocab,
+        input_layer_flops,
     };
+    let mlp_input = 2 * 784 * 200;
+    let cifar_input = conv_flops(28, 5, 3, 32);
     Ok(vec![
         case(
             "mlp 784-200-10, native",
@@ -99,6 +110,7 @@ fn cases() -> Result<Vec<Case>> {
             100,
             10,
             None,
+            mlp_input,
         ),
         case(
             "mlp 784-200-10, ndarray",
@@ -106,6 +118,7 @@ fn cases() -> Result<Vec<Case>> {
             100,
             10,
             None,
+            mlp_input,
         ),
         case(
             "cnn-cifar 32x32x3, native",
@@ -113,6 +126,7 @@ fn cases() -> Result<Vec<Case>> {
             50,
             10,
             None,
+            cifar_input,
         ),
         case(
             "cnn-cifar 32x32x3, ndarray",
@@ -120,6 +134,7 @@ fn cases() -> Result<Vec<Case>> {
             50,
             10,
             None,
+            cifar_input,
         ),
         case(
             "cnn-femnist 28x28x1, ndarray",
@@ -127,6 +142,7 @@ fn cases() -> Result<Vec<Case>> {
             50,
             62,
             None,
+            conv_flops(28, 5, 1, 32),
         ),
         case(
             "resnet9 32x32x3, ndarray",
@@ -134,6 +150,7 @@ fn cases() -> Result<Vec<Case>> {
             50,
             10,
             None,
+            conv_flops(32, 3, 3, 64),
         ),
         case(
             "char-lstm 80x80, ndarray",
@@ -141,6 +158,16 @@ fn cases() -> Result<Vec<Case>> {
             50,
             80,
             Some(80),
+            0,
+        ),
+        // SR-FCA Table 3's step: minibatches of 10 windows.
+        case(
+            "char-lstm 80x80 batch 10, ndarray",
+            cpu(Net::CharLstm(lstm))?,
+            10,
+            80,
+            Some(80),
+            0,
         ),
     ])
 }
@@ -195,7 +222,9 @@ pub(super) fn model_steps(options: &BenchOptions) -> Result<Vec<BenchReport>> {
                 times.push(start.elapsed().as_secs_f64() / steps as f64);
             }
         }
-        let flops = 3.0 * case.model.forward_flops_per_sample() as f64 * case.batch as f64;
+        // Forward, weight gradients and input gradients, less the input layer's.
+        let per_sample = 3 * case.model.forward_flops_per_sample() - case.input_layer_flops;
+        let flops = per_sample as f64 * case.batch as f64;
         let mut report = BenchReport::of_steps(&case.label, &times, flops);
         report.split = vec![("parameters".into(), case.model.num_params() as f64)];
         reports.push(report);
