@@ -32,8 +32,9 @@ pub struct RunConfig {
     #[serde(default)]
     pub eval_at: Vec<usize>,
     /// How each test client picks its model: `lowest-loss` (default),
-    /// `highest-accuracy`, or `assigned` (each training client's own model,
-    /// on its true cluster's test data).
+    /// `highest-accuracy`, `assigned` (each training client's model, on its
+    /// true cluster's test data) or `own` (each training client's model on its
+    /// own test split, averaged with equal weight per client).
     #[serde(default)]
     pub test_pick: fedcluster_sim::record::TestPick,
     /// Local training: score at most this many local models (evenly spaced) on
@@ -68,6 +69,9 @@ pub enum DataConfig {
     /// One Markov chain per cluster: symbol windows and their next symbol, for
     /// the character LSTM, generated from the seed.
     SyntheticText(fedcluster_data::SyntheticTextSpec),
+    /// LEAF Shakespeare (one client per speaking role, next-character
+    /// prediction) from the plays or a LEAF directory; clusters unknown.
+    Shakespeare(fedcluster_data::ShakespeareSpec),
 }
 
 /// The embedded default experiment: IFCA on the IFCA paper's synthetic mixture.
@@ -144,6 +148,7 @@ impl RunConfig {
             DataConfig::MnistAnchored(s) => s.validate(),
             DataConfig::SyntheticImages(s) => s.validate(),
             DataConfig::SyntheticText(s) => s.validate(),
+            DataConfig::Shakespeare(s) => s.validate(),
         }
         .map_err(|e| match e {
             fedcluster_data::DataError::Invalid { field, why } => {
@@ -174,6 +179,7 @@ fn tagged_section_error(table: &toml::Table) -> Option<(String, String)> {
             "mnist-anchored" => probe::<fedcluster_data::MnistAnchoredSpec>("data", t),
             "synthetic-images" => probe::<fedcluster_data::SyntheticImagesSpec>("data", t),
             "synthetic-text" => probe::<fedcluster_data::SyntheticTextSpec>("data", t),
+            "shakespeare" => probe::<fedcluster_data::ShakespeareSpec>("data", t),
             _ => None,
         };
         if found.is_some() {

@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 use fedcluster_algorithms::{Algorithm, Checked, FieldError, Setup, TrueClusters, Visit};
 use fedcluster_core::{Batch, Model, ServerHalf};
 use fedcluster_data::FederatedData;
-use fedcluster_sim::record::{RoundRecord, TestSet, Truth, records};
+use fedcluster_sim::record::{RoundRecord, TestPick, TestSet, Truth, records};
 use fedcluster_sim::{InProcess, Transport, run};
 
 use crate::config::{DataConfig, RunConfig};
@@ -60,6 +60,15 @@ pub fn build_data(config: &RunConfig) -> Result<FederatedData> {
         DataConfig::MnistAnchored(spec) => {
             let mnist = fedcluster_data::load_mnist(mnist_dir(&spec.data_dir)?)?;
             fedcluster_data::mnist_anchored(&mnist, spec, config.seed)
+        }
+        DataConfig::Shakespeare(spec) => {
+            if spec.data_dir.is_none() {
+                anyhow::bail!(
+                    "field `data.data_dir`: Shakespeare needs the directory of the plays or \
+                     of LEAF's train/ and test/ JSON files (set it or pass --data-dir DIR)"
+                );
+            }
+            fedcluster_data::shakespeare(spec, config.seed)
         }
     }
     .context("cannot build the data set")?;
@@ -122,11 +131,21 @@ pub fn execute(
     data: &FederatedData,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Outcome> {
-    let model = build_model(config, data)?;
+    execute_with(config, data, build_model(config, data)?.as_ref(), progress)
+}
+
+/// [`execute`] with the model already built (by [`build_model`], before
+/// anything is written).
+pub fn execute_with(
+    config: &RunConfig,
+    data: &FederatedData,
+    model: &dyn Model,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Outcome> {
     let sizes = client_sizes(data);
     let run = InProcessRun {
-        driver: Driver::new(config, data, model.as_ref()),
-        setup: setup(config, data, model.as_ref(), &sizes),
+        driver: Driver::new(config, data, model)?,
+        setup: setup(config, data, model, &sizes),
         progress,
     };
     config.algorithm.visit(run).map_err(algorithm_field)?
@@ -143,7 +162,7 @@ pub fn setup<'a>(
 ) -> Setup<'a> {
     Setup {
         client_sizes: Some(sizes),
-        true_clusters: Some(TrueClusters {
+        true_clusters: data.truth.is_known().then_some(TrueClusters {
             clusters: data.truth.clusters,
             labels: &data.truth.train_labels,
         }),
@@ -196,18 +215,29 @@ pub(crate) struct Driver<'a> {
 }
 
 impl<'a> Driver<'a> {
+    /// Fails when `test_pick = "own"` meets a data set without one test split
+    /// per training client.
     pub(crate) fn new(
         config: &'a RunConfig,
         data: &'a FederatedData,
         model: &'a dyn Model,
-    ) -> Self {
-        Self {
+    ) -> Result<Self> {
+        if config.test_pick == TestPick::Own && data.test.len() != data.train.len() {
+            anyhow::bail!(
+                "field `test_pick`: \"own\" scores each training client on its own test split, \
+                 but {} has {} training and {} test clients",
+                data.name,
+                data.train.len(),
+                data.test.len()
+            );
+        }
+        Ok(Self {
             config,
             data,
             model,
             train: data.train.iter().map(|c| c.batch(data.dim)).collect(),
             test: data.test.iter().map(|c| c.batch(data.dim)).collect(),
-        }
+        })
     }
 
     /// Runs `server` for the configured rounds over `transport`, recording

@@ -5,6 +5,7 @@
 pub mod bench;
 pub mod certs;
 pub mod config;
+pub mod data_command;
 pub mod experiment;
 pub mod model;
 pub mod net_commands;

@@ -8,7 +8,7 @@ use clap::{Parser, Subcommand};
 
 use fedcluster_cli::bench::{BenchOptions, Benchmark, gemm_peak, run_bench};
 use fedcluster_cli::config::{DEFAULT_CONFIG, RunConfig, data_dir_override};
-use fedcluster_cli::experiment::{build_data, execute, round_bar, show_progress};
+use fedcluster_cli::experiment::{build_data, build_model, execute_with, round_bar, show_progress};
 use fedcluster_cli::reproduce_command::Reproduce;
 use fedcluster_cli::rundir::{RunDir, free_run_dir, write_run};
 use fedcluster_cli::table::{metric, render};
@@ -82,6 +82,11 @@ enum Command {
         #[arg(long)]
         data_dir: Option<PathBuf>,
     },
+    /// Prepare a data set in its published format (LEAF Shakespeare).
+    Data {
+        #[command(subcommand)]
+        command: fedcluster_cli::data_command::DataCommand,
+    },
     /// List reproductions and benchmarks.
     List,
 }
@@ -113,6 +118,7 @@ impl Command {
                 run(config, out, overrides, threads, overwrite, quiet)
             }
             Command::Reproduce { experiment } => experiment.run(),
+            Command::Data { command } => command.run(),
             Command::Serve(args) => fedcluster_cli::net_commands::serve(args),
             Command::Join(args) => fedcluster_cli::net_commands::join(args),
             Command::Certs(args) => fedcluster_cli::net_commands::certs(args),
@@ -167,13 +173,17 @@ fn run(
     };
     // Without --out, never fail or clobber: take the first free runs/<name>[-N].
     let out = out.unwrap_or_else(|| free_run_dir(&stem));
-    // Problems with the output or the data surface before any directory exists.
+    // Problems with the output, the data or the model surface before any
+    // directory exists.
     RunDir::check_target(&out, overwrite)?;
     let data = build_data(&config)?;
+    let model = build_model(&config, &data)?;
     let dir = RunDir::create(&out, overwrite)?;
     let result = (|| {
         let bar = round_bar(config.rounds, quiet);
-        let outcome = execute(&config, &data, &mut |p| show_progress(&bar, p))?;
+        let outcome = execute_with(&config, &data, model.as_ref(), &mut |p| {
+            show_progress(&bar, p)
+        })?;
         bar.finish_and_clear();
         write_run(&dir, &config, &outcome, true)
     })();

@@ -76,6 +76,7 @@ pub fn serve(
 ) -> Result<(Outcome, NetStats)> {
     let data = build_data(config)?;
     let model = build_model(config, &data)?;
+    let driver = Driver::new(config, &data, model.as_ref())?;
     let m = data.train.len();
     let min_clients = options.min_clients.unwrap_or(m);
     let coordinator = Coordinator::start(CoordinatorOptions {
@@ -101,7 +102,7 @@ pub fn serve(
     coordinator.wait_for_clients(options.join_timeout)?;
     let sizes = client_sizes(&data);
     let mut run = CoordinatorRun {
-        driver: Driver::new(config, &data, model.as_ref()),
+        driver,
         setup: setup(config, &data, model.as_ref(), &sizes),
         coordinator,
         progress,

@@ -54,6 +54,18 @@ pub struct RealDataArgs {
     pub data_dir: PathBuf,
 }
 
+/// The flags of the Shakespeare experiment.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ShakespeareArgs {
+    #[command(flatten)]
+    pub grid: GridArgs,
+    /// The Project Gutenberg plays (e.g. ../shared/data/shakespeare) or a LEAF
+    /// directory (train/ and test/ JSON files, LEAF's or `fedcluster data
+    /// leaf-shakespeare`'s).
+    #[arg(long)]
+    pub data_dir: PathBuf,
+}
+
 /// How the synthetic true parameters are scaled by R.
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
 pub enum Scale {
@@ -94,6 +106,8 @@ pub enum Reproduce {
     MixedRegressionMnist(RealDataArgs),
     /// SR-FCA paper Tables 1, 2, 4: SR-FCA, Local, Global, CFL, Local-KMeans, IFCA, FedSoft, ONE_SHOT-IFCA on inverted and rotated MNIST, m = 100, n = 600.
     SrfcaMnist(RealDataArgs),
+    /// SR-FCA paper Table 3 (Shakespeare): SR-FCA, Local, Global, CFL, IFCA and FedSoft (K tuned over 1-4), ONE_SHOT-IFCA on 50 LEAF Shakespeare users, char-LSTM.
+    SrfcaShakespeare(ShakespeareArgs),
 }
 
 impl GridArgs {
@@ -118,7 +132,9 @@ impl GridArgs {
 impl Reproduce {
     /// The experiment and how to run it.
     pub fn experiment(self) -> (Experiment, RunOptions) {
-        use experiments::{mixed_regression, mixed_regression_mnist, rotated_mnist, srfca_mnist};
+        use experiments::{
+            mixed_regression, mixed_regression_mnist, rotated_mnist, srfca_mnist, srfca_shakespeare,
+        };
         let real = |a: RealDataArgs, build: fn(&Protocol) -> Experiment| {
             let (protocol, options) = a.grid.split(Some(a.data_dir));
             (build(&protocol), options)
@@ -156,6 +172,10 @@ impl Reproduce {
             Reproduce::CflmgdRotatedMnist(a) => real(a, rotated_mnist::cflmgd_table2),
             Reproduce::MixedRegressionMnist(a) => real(a, mixed_regression_mnist::experiment),
             Reproduce::SrfcaMnist(a) => real(a, srfca_mnist::experiment),
+            Reproduce::SrfcaShakespeare(a) => {
+                let (protocol, options) = a.grid.split(Some(a.data_dir));
+                (srfca_shakespeare::experiment(&protocol), options)
+            }
             Reproduce::MixedRegression(g) => {
                 let (protocol, options) = g.split(None);
                 (mixed_regression::experiment(&protocol), options)

@@ -61,3 +61,50 @@ pub fn mnist_dir(test: &str) -> Option<std::path::PathBuf> {
     );
     None
 }
+
+/// Two small plays in Project Gutenberg's layout (title, then speaker lines
+/// such as `ALPHA.` before each speech) with five speaking roles, and a poem
+/// that is no play: every role but `SOOTHSAYER` speaks enough for LEAF's
+/// split to give it test windows.
+pub fn write_toy_plays(dir: &std::path::Path) {
+    let speech = |who: &str, lines: usize, seed: usize| {
+        (0..lines)
+            .map(|i| {
+                let word = ["thee", "crown", "night", "sword", "love", "ghost"][(i + seed) % 6];
+                format!("{who}.\nLine {i}: the {word} of {who} speaks, and {seed} more,\nthen stops; [Exit.] once again.\n")
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let play = |title: &str, roles: &[(&str, usize)]| {
+        let speeches: Vec<String> = roles
+            .iter()
+            .enumerate()
+            .map(|(i, (who, lines))| speech(who, *lines, i))
+            .collect();
+        format!(
+            "{title}\n\nby William Shakespeare\n\nACT I.\n\nSCENE I. A heath.\n\n{}\n",
+            speeches.join("\n")
+        )
+    };
+    std::fs::create_dir_all(dir).expect("a play directory");
+    let write = |name: &str, text: String| std::fs::write(dir.join(name), text).expect("a play");
+    write(
+        "toy_tragedy_gut.txt",
+        play(
+            "THE TOY TRAGEDY",
+            &[("ALPHA", 14), ("BETA", 9), ("SOOTHSAYER", 1)],
+        ),
+    );
+    write(
+        "toy_comedy_gut.txt",
+        play(
+            "THE TOY COMEDY",
+            &[("GAMMA", 8), ("DELTA", 11), ("EPSILON", 10)],
+        ),
+    );
+    write(
+        "sonnet_gut.txt",
+        "A SONNET\n\nby William Shakespeare\n\nShall I compare thee\n".into(),
+    );
+}

@@ -27,6 +27,7 @@ const SMALL: &[&str] = &[
     "data.seq_len?=6",
     "data.vocab?=7",
     "algorithm.local_steps?=2",
+    "algorithm.refine_local_steps?=2",
     "algorithm.erm_steps?=2",
     "algorithm.restarts?=2",
     "algorithm.phase1.subspace_clients?=10",
@@ -53,6 +54,9 @@ fn every_config_file_parses_and_runs_one_round_on_small_data() {
     let mnist = common::mnist_dir(
         "every_config_file_parses_and_runs_one_round_on_small_data (MNIST configs parse only)",
     );
+    // Shakespeare configs run on a small play set of the test's own.
+    let plays = tempfile::tempdir().unwrap();
+    common::write_toy_plays(plays.path());
     let mut ran = 0;
     for file in &files {
         let parsed = RunConfig::load(file, &[]).unwrap_or_else(|e| panic!("{e:#}"));
@@ -65,6 +69,16 @@ fn every_config_file_parses_and_runs_one_round_on_small_data() {
             (Some(dir), true) => overrides.push(data_dir_override(dir)),
             (None, true) => continue,
             (_, false) => {}
+        }
+        if matches!(parsed.data, DataConfig::Shakespeare(_)) {
+            overrides.push(data_dir_override(plays.path()));
+            for key in [
+                "data.clients=4",
+                "data.max_train_samples=30",
+                "data.max_test_samples=10",
+            ] {
+                overrides.push(key.into());
+            }
         }
         let config = RunConfig::load(file, &overrides).unwrap_or_else(|e| panic!("{e:#}"));
         let data = build_data(&config).unwrap_or_else(|e| panic!("{}: {e:#}", file.display()));

@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime};
 
 use fedcluster_cli::reproduce::harness::{
     self, Column, ConfigFile, Experiment, Field, Layout, Method, Metric, Paper, Plot, RunOptions,
-    Setting, TEN_PERCENT, Table, Tolerance,
+    Setting, TEN_PERCENT, Table, Tolerance, Tuned,
 };
 
 const BASE: ConfigFile = ConfigFile {
@@ -61,6 +61,7 @@ fn method(
         overrides: overrides.iter().map(|s| s.to_string()).collect(),
         per_setting: Vec::new(),
         paper: vec![Paper::plain(Metric::Final(Field::Misclustering), paper)],
+        tuned: None,
     }
 }
 
@@ -112,6 +113,7 @@ fn experiment(seeds: usize, rounds: usize) -> Experiment {
         curves: true,
         notes: Vec::new(),
         smoke: false,
+        tune_by: None,
     }
 }
 
@@ -254,6 +256,70 @@ fn unknown_settings_and_methods_are_refused_with_the_known_ones() {
         "{e}"
     );
     assert!(!out.exists());
+}
+
+/// A family tuned over K by parameter error (lower is better): its headline
+/// row is the best variant's, beside the paper's number given on the first
+/// variant; each variant has its own row; a tie keeps the first variant.
+/// (On this seed IFCA with K = 2 merges the clusters and ends farther from
+/// the true models than the single model, K = 1.)
+#[test]
+fn a_tuned_family_is_headed_by_its_best_variant_and_a_tie_keeps_the_first() {
+    let out = temp_dir("tuned");
+    let metric = Metric::Final(Field::ParamError);
+    let variant = |key: &'static str, value: &str, clusters: usize, paper: Option<f64>| {
+        let k = format!("algorithm.clusters={clusters}");
+        Method {
+            tuned: Some(Tuned {
+                family: "IFCA",
+                value: value.to_string(),
+            }),
+            paper: vec![Paper::plain(metric, &[paper])],
+            ..method(key, "IFCA", &[k.as_str()], &[None])
+        }
+    };
+    let exp = Experiment {
+        settings: vec![setting("low", 0.1)],
+        methods: vec![
+            variant("k2", "K = 2", 2, Some(0.6)),
+            variant("k1", "K = 1", 1, None),
+            variant("k1-again", "K = 1 again", 1, None),
+        ],
+        tune_by: Some(metric),
+        tables: vec![Table {
+            title: "Parameter error".into(),
+            columns: vec![Column {
+                header: "parameter error".into(),
+                metric,
+                tolerance: TEN_PERCENT,
+            }],
+            layout: Layout::Long,
+            no_paper: None,
+        }],
+        plots: Vec::new(),
+        ..experiment(1, 30)
+    };
+    harness::run(&exp, &options(&out)).unwrap();
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    // Columns: setting, method, ours, paper, seeds, verdict.
+    let cell = |label: &str, column: usize| -> &str {
+        let row = report.lines().find(|l| l.contains(&format!("| {label} ")));
+        let row = row.unwrap_or_else(|| panic!("no row {label} in\n{report}"));
+        row.split('|').nth(column + 1).unwrap().trim()
+    };
+    let value = |label: &str| -> f64 { cell(label, 2).parse().unwrap() };
+    assert!(value("IFCA, K = 1") < value("IFCA, K = 2"), "{report}");
+    assert_eq!(
+        value("IFCA (best: K = 1)"),
+        value("IFCA, K = 1"),
+        "{report}"
+    );
+    assert_eq!(value("IFCA, K = 1 again"), value("IFCA, K = 1"), "{report}");
+    assert_eq!(cell("IFCA (best: K = 1)", 3), "0.6000", "{report}");
+    assert_eq!(cell("IFCA (best: K = 1)", 5), "reproduced", "{report}");
+    assert_eq!(cell("IFCA, K = 2", 3), "-", "{report}");
+    assert_eq!(cell("IFCA, K = 2", 5), "-", "{report}");
+    let _ = std::fs::remove_dir_all(&out);
 }
 
 fn fedcluster(args: &[&str]) -> Command {

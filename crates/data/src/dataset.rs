@@ -86,9 +86,13 @@ pub enum Task {
 }
 
 /// What the data were generated from; read by metrics only, never by an algorithm.
+///
+/// Real federated data sets (LEAF's) have no known clusters: `clusters = 0`
+/// and empty label lists ([`GroundTruth::unknown`]); the clustering metrics are
+/// then not computed.
 #[derive(Clone, Debug, PartialEq)]
 pub struct GroundTruth {
-    /// Number of true clusters.
+    /// Number of true clusters; 0 when unknown.
     pub clusters: usize,
     /// True cluster of each training client.
     pub train_labels: Vec<usize>,
@@ -119,13 +123,31 @@ pub struct FederatedData {
     pub truth: GroundTruth,
 }
 
+impl GroundTruth {
+    /// No known cluster structure.
+    pub fn unknown() -> Self {
+        Self {
+            clusters: 0,
+            train_labels: Vec::new(),
+            test_labels: Vec::new(),
+            params: None,
+        }
+    }
+
+    /// Whether the clusters are known.
+    pub fn is_known(&self) -> bool {
+        self.clusters > 0
+    }
+}
+
 impl FederatedData {
     /// Checks that every part fits together: `dim > 0`; at least one training
     /// client and none empty (test clients may be empty); every client's
     /// features hold `len * dim` finite values; targets match the task (real and
     /// finite for regression, class indices below `classes` for classification);
-    /// one label per client, each below `truth.clusters`; true parameters, if
-    /// any, one finite vector per cluster, all of the same non-zero length.
+    /// one label per client, each below `truth.clusters`, or no labels and no
+    /// parameters when the truth is unknown; true parameters, if any, one
+    /// finite vector per cluster, all of the same non-zero length.
     /// The error names the first offending field.
     pub fn validate(&self) -> Result<()> {
         if self.dim == 0 {
@@ -149,8 +171,20 @@ impl FederatedData {
             self.check_client("test", i, c)?;
         }
         let truth = &self.truth;
-        if truth.clusters == 0 {
-            return Err(DataError::invalid("truth.clusters", "must be at least 1"));
+        if !truth.is_known() {
+            if !truth.train_labels.is_empty() || !truth.test_labels.is_empty() {
+                return Err(DataError::invalid(
+                    "truth.clusters",
+                    "0 (unknown clusters) with cluster labels",
+                ));
+            }
+            if truth.params.is_some() {
+                return Err(DataError::invalid(
+                    "truth.params",
+                    "true parameters without known clusters",
+                ));
+            }
+            return Ok(());
         }
         check_labels(
             "truth.train_labels",
@@ -343,6 +377,17 @@ mod tests {
         let mut d = small();
         d.dim = 0;
         assert_eq!(field_of(&d), "dim");
+
+        let mut d = small();
+        d.truth.clusters = 0;
+        assert_eq!(field_of(&d), "truth.clusters");
+        d.truth = GroundTruth {
+            params: Some(vec![vec![1.0]]),
+            ..GroundTruth::unknown()
+        };
+        assert_eq!(field_of(&d), "truth.params");
+        d.truth = GroundTruth::unknown();
+        assert_eq!(d.validate(), Ok(()));
 
         let mut d = small();
         d.train[0].x[3] = f32::INFINITY;

@@ -9,6 +9,8 @@
 //! - [`labelled`]: synthetic classification tasks, [`synthetic_images`]
 //!   (class prototypes relabelled per cluster) and [`synthetic_text`] (a Markov
 //!   chain per cluster), for the image and text networks.
+//! - [`leaf`]: LEAF's JSON format (read streaming, written) and LEAF
+//!   Shakespeare from the Project Gutenberg plays ([`shakespeare`]).
 //! - [`mnist`]: the MNIST reader [`load_mnist`] (IDX files, plain or gzipped),
 //!   image [`Transform`]s, and [`mnist_clusters`], one cluster per transform
 //!   (rotated MNIST of IFCA, Section VI-B; inverted MNIST of SR-FCA).
@@ -20,12 +22,14 @@
 pub mod dataset;
 pub mod error;
 pub mod labelled;
+pub mod leaf;
 pub mod mnist;
 pub mod synthetic;
 
 pub use dataset::{ClientData, FederatedData, GroundTruth, TargetsOwned, Task};
 pub use error::{DataError, Result};
 pub use labelled::{SyntheticImagesSpec, SyntheticTextSpec, synthetic_images, synthetic_text};
+pub use leaf::{ShakespeareSpec, shakespeare};
 pub use mnist::{
     Mnist, MnistAnchoredSpec, MnistClustersSpec, Transform, load_mnist, mnist_anchored,
     mnist_clusters,

@@ -28,9 +28,10 @@ pub struct Truth<'a> {
 
 /// Held-out test clients. Test client `i` is evaluated with the model that has
 /// the lowest loss on its own data (IFCA paper, Section VI-B), unless
-/// [`TestPick::Assigned`] says otherwise. Under local training each client's
-/// model is evaluated on all test data of its true cluster and the accuracies
-/// (losses) are averaged over the models, as in the IFCA paper's public code.
+/// [`TestPick`] says otherwise. Under local training each client's model is
+/// evaluated on all test data of its true cluster and the accuracies (losses)
+/// are averaged over the models, as in the IFCA paper's public code (or, with
+/// [`TestPick::Own`], on the client's own test split).
 #[derive(Clone, Copy)]
 pub struct TestSet<'a> {
     /// The model architecture.
@@ -60,6 +61,13 @@ pub enum TestPick {
     /// training clients (the SR-FCA paper's "each client on its cluster's
     /// model"). An unassigned client scores accuracy 0 and an infinite loss.
     Assigned,
+    /// Test client `i` is training client `i`'s own held-out split (LEAF's
+    /// per-user split): each client's model (its cluster's, the global one, or
+    /// under local training its own) is scored on its own test data, and the
+    /// per-client accuracies and losses are averaged with equal weight per
+    /// client (the SR-FCA paper's Table 3, as its public code computes it).
+    /// An unassigned client scores accuracy 0 and an infinite loss.
+    Own,
 }
 
 /// One row of `metrics.csv`: a replica after a round. (Read back from a
@@ -117,6 +125,10 @@ pub fn records(
         .enumerate()
         .map(|(r, view)| {
             let (test_loss, test_accuracy, test_misclustering) = match test {
+                Some(t) if !view.diverged && !view.models.is_empty() && t.pick == TestPick::Own => {
+                    let (loss, accuracy) = evaluate_own(view, t);
+                    (loss, accuracy, None)
+                }
                 Some(t)
                     if !view.diverged
                         && !view.models.is_empty()
@@ -222,7 +234,7 @@ fn evaluate(view: &ReplicaView<'_>, test: &TestSet<'_>) -> Evaluation {
                 .collect();
             let pick = match test.pick {
                 TestPick::LowestLoss => argmin_f64(&losses),
-                TestPick::HighestAccuracy | TestPick::Assigned => {
+                TestPick::HighestAccuracy | TestPick::Assigned | TestPick::Own => {
                     let errors: Vec<f64> = view
                         .models
                         .iter()
@@ -323,6 +335,40 @@ fn evaluate_assigned(
     (Some(loss), accuracy)
 }
 
+/// Each training client's model on its own test split (test client `i` is
+/// training client `i`'s): the unweighted means over clients of the
+/// per-client test loss and accuracy. Clients without test data are left out.
+fn evaluate_own(view: &ReplicaView<'_>, test: &TestSet<'_>) -> (Option<f64>, Option<f64>) {
+    let m = view.assignment.len().min(test.clients.len());
+    let per_client: Vec<(f64, Option<f64>)> = (0..m)
+        .into_par_iter()
+        .filter(|&i| !test.clients[i].is_empty())
+        .map_init(Workspace::default, |ws, i| {
+            let batch = test.clients[i];
+            match view.assignment[i].and_then(|a| view.models.get(a)) {
+                Some(params) => (
+                    test.model.loss(params, batch, ws),
+                    test.model
+                        .count_correct(params, batch, ws)
+                        .map(|c| c as f64 / batch.len() as f64),
+                ),
+                None => (f64::INFINITY, Some(0.0)),
+            }
+        })
+        .collect();
+    if per_client.is_empty() {
+        return (None, None);
+    }
+    let n = per_client.len() as f64;
+    let loss = per_client.iter().map(|s| s.0).sum::<f64>() / n;
+    let accuracy = per_client
+        .iter()
+        .map(|s| s.1)
+        .sum::<Option<f64>>()
+        .map(|a| a / n);
+    (Some(loss), accuracy)
+}
+
 /// Sample-weighted test loss and accuracy of `params` on every test client of
 /// `cluster`; `None` when the cluster has no test data.
 fn cluster_score(
@@ -405,5 +451,53 @@ mod tests {
         let (loss, accuracy) = evaluate_assigned(&view, &test, &truth);
         assert_eq!(accuracy, Some(1.0));
         assert!(loss.unwrap() < 1e-3);
+    }
+
+    #[test]
+    fn own_scores_each_client_on_its_own_split_with_equal_weight() {
+        // Model 0 predicts class 0, model 1 class 1. Client 0 holds 4 points of
+        // class 0, client 1 one point of class 1 and one of class 0, client 2
+        // 2 points of class 1.
+        let model = LogisticRegression::new(1, 2).unwrap();
+        let (zero, one) = ([0.0, 0.0, 5.0, -5.0], [0.0, 0.0, -5.0, 5.0]);
+        let x = [1.0f32; 4];
+        let (y0, y1, y2) = ([0u32; 4], [1u32, 0], [1u32; 2]);
+        let clients = [
+            Batch::new(&x, Targets::Class(&y0), 1).unwrap(),
+            Batch::new(&x[..2], Targets::Class(&y1), 1).unwrap(),
+            Batch::new(&x[..2], Targets::Class(&y2), 1).unwrap(),
+        ];
+        let test = TestSet {
+            model: &model,
+            clients: &clients,
+            pick: TestPick::Own,
+            local_models: 0,
+        };
+        // Accuracies 1, 1/2 and 0 (client 2 holds the wrong model): the mean
+        // over clients is 1/2, where the sample-weighted mean would be 5/8.
+        let assignment = [Some(0), Some(1), Some(0)];
+        let view = ReplicaView {
+            models: vec![&zero, &one],
+            assignment: &assignment,
+            train_loss: None,
+            diverged: false,
+        };
+        let (loss, accuracy) = evaluate_own(&view, &test);
+        assert_eq!(accuracy, Some(0.5));
+        let per_client = |p: &[f32], b| model.loss(p, b, &mut Workspace::default());
+        let expected = (per_client(&zero, clients[0])
+            + per_client(&one, clients[1])
+            + per_client(&zero, clients[2]))
+            / 3.0;
+        assert!((loss.unwrap() - expected).abs() < 1e-12);
+        // Unassigned: accuracy 0, infinite loss.
+        let assignment = [Some(0), None, Some(1)];
+        let view = ReplicaView {
+            assignment: &assignment,
+            ..view
+        };
+        let (loss, accuracy) = evaluate_own(&view, &test);
+        assert!((accuracy.unwrap() - 2.0 / 3.0).abs() < 1e-12);
+        assert_eq!(loss, Some(f64::INFINITY));
     }
 }

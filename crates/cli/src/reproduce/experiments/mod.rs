@@ -7,6 +7,7 @@ pub mod mixed_regression;
 pub mod mixed_regression_mnist;
 pub mod rotated_mnist;
 pub mod srfca_mnist;
+pub mod srfca_shakespeare;
 
 use std::path::PathBuf;
 

@@ -17,12 +17,12 @@ use fedcluster_data::FederatedData;
 use fedcluster_sim::EngineError;
 
 use crate::config::RunConfig;
-use crate::experiment::{build_data, execute};
+use crate::experiment::{build_data, build_model, execute_with};
 
 pub(crate) use spec::config_file;
 pub use spec::{
     Column, ConfigFile, Experiment, FIGURES_ONLY, Field, Layout, Method, Metric, POINTS, Paper,
-    Plot, Setting, TEN_PERCENT, Table, Tolerance,
+    Plot, Setting, TEN_PERCENT, Table, Tolerance, Tuned,
 };
 pub use stored::Finished;
 
@@ -175,7 +175,8 @@ pub fn run(exp: &Experiment, o: &RunOptions) -> Result<String> {
         let config = grid.config(&cell).with_context(|| label.clone())?;
         let data = grid.data(&config).with_context(|| label.clone())?;
         let rounds = config.rounds;
-        let outcome = execute(&config, data, &mut |p| {
+        let model = build_model(&config, data).with_context(|| label.clone())?;
+        let outcome = execute_with(&config, data, model.as_ref(), &mut |p| {
             bar.set_message(format!("{label} · round {}/{rounds}", p.round + 1));
         });
         let dir = exp.run_dir(&o.out, &cell);

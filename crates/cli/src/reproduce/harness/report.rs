@@ -94,6 +94,14 @@ struct Cells<'a> {
     runs: &'a [(Cell, Finished)],
 }
 
+/// One row of a long table: its label, the method whose runs it shows and
+/// the method whose paper numbers stand beside them.
+struct RowPlan {
+    label: String,
+    runs: usize,
+    paper: Option<usize>,
+}
+
 /// A metric's values over the seeds of one (setting, method).
 struct Stat {
     values: Vec<f64>,
@@ -172,7 +180,8 @@ impl Cells<'_> {
         header.extend(["seeds".into(), "verdict".into()]);
         let (mut rows, mut within, mut compared, mut outside) = (Vec::new(), 0, 0, Vec::new());
         for (si, setting) in self.exp.settings.iter().enumerate() {
-            for (mi, method) in self.exp.methods.iter().enumerate() {
+            for planned in self.row_plan(si) {
+                let mi = planned.runs;
                 let stats: Vec<Stat> = table
                     .columns
                     .iter()
@@ -181,12 +190,12 @@ impl Cells<'_> {
                 let papers: Vec<_> = table
                     .columns
                     .iter()
-                    .map(|c| self.paper(si, mi, c.metric))
+                    .map(|c| planned.paper.and_then(|pm| self.paper(si, pm, c.metric)))
                     .collect();
                 if stats.iter().all(|s| s.values.is_empty()) && papers.iter().all(Option::is_none) {
                     continue;
                 }
-                let mut row = vec![setting.label.clone(), method.label.to_string()];
+                let mut row = vec![setting.label.clone(), planned.label.clone()];
                 let mut verdict = Vec::new();
                 for (((c, stat), paper), shown) in table
                     .columns
@@ -213,7 +222,7 @@ impl Cells<'_> {
                             let d = digits(c.metric);
                             outside.push(format!(
                                 "{} / {} / {}: {ours:.d$} vs {p:.d$}",
-                                setting.label, method.label, c.header
+                                setting.label, planned.label, c.header
                             ));
                         }
                         verdict.push(ok);
@@ -241,6 +250,64 @@ impl Cells<'_> {
             }
         });
         (render(&header, &rows), verdict)
+    }
+
+    /// The rows of a long table in `setting`: each untuned method, and for
+    /// each tuned family its best variant (beside the paper) then every
+    /// variant (without it).
+    fn row_plan(&self, setting: usize) -> Vec<RowPlan> {
+        let methods = &self.exp.methods;
+        let mut plan = Vec::new();
+        for (mi, method) in methods.iter().enumerate() {
+            let Some(tuned) = &method.tuned else {
+                plan.push(RowPlan {
+                    label: method.label.to_string(),
+                    runs: mi,
+                    paper: Some(mi),
+                });
+                continue;
+            };
+            let family: Vec<usize> = (0..methods.len())
+                .filter(|&m| {
+                    methods[m]
+                        .tuned
+                        .as_ref()
+                        .is_some_and(|t| t.family == tuned.family)
+                })
+                .collect();
+            if family[0] == mi {
+                // Scored so that higher is better; the first variant wins a tie.
+                let score = |m: usize| {
+                    let metric = self.exp.tune_by?;
+                    let sign = if metric.higher_is_better() { 1.0 } else { -1.0 };
+                    let (mean, _) = self.stat(setting, m, metric).mean_std()?;
+                    Some(sign * mean)
+                };
+                let best = family
+                    .iter()
+                    .filter_map(|&m| Some((m, score(m)?)))
+                    .reduce(|best, next| if next.1 > best.1 { next } else { best });
+                let label = match best {
+                    Some((m, _)) => format!(
+                        "{} (best: {})",
+                        tuned.family,
+                        methods[m].tuned.as_ref().map_or("", |t| t.value.as_str())
+                    ),
+                    None => format!("{} (not tuned yet)", tuned.family),
+                };
+                plan.push(RowPlan {
+                    label,
+                    runs: best.map_or(mi, |(m, _)| m),
+                    paper: Some(mi),
+                });
+            }
+            plan.push(RowPlan {
+                label: format!("{}, {}", tuned.family, tuned.value),
+                runs: mi,
+                paper: None,
+            });
+        }
+        plan
     }
 
     /// The first column's metric, settings placed on their grid (one method).

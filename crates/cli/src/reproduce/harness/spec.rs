@@ -37,6 +37,11 @@ pub struct Experiment {
     /// A smoke run (`--quick`, fewer rounds): the report says its verdicts
     /// compare another protocol with the paper's.
     pub smoke: bool,
+    /// How a tuned method's variant is chosen ([`Method::tuned`]): the best
+    /// mean of this metric over the seeds run, per setting (the highest for
+    /// accuracies, the lowest for errors, losses and costs:
+    /// [`Metric::higher_is_better`]).
+    pub tune_by: Option<Metric>,
 }
 
 /// One column of the grid.
@@ -72,6 +77,20 @@ pub struct Method {
     pub per_setting: Vec<(usize, Vec<String>)>,
     /// The paper's numbers.
     pub paper: Vec<Paper>,
+    /// One variant of a tuned method (the paper tunes a hyperparameter, e.g.
+    /// K): the report's headline row for the family is its best variant by
+    /// [`Experiment::tune_by`], beside the paper's numbers (given on the
+    /// family's first variant), and every variant has its own row.
+    pub tuned: Option<Tuned>,
+}
+
+/// A method's place in a tuned family.
+#[derive(Debug, Clone)]
+pub struct Tuned {
+    /// The family, as the report names it (`IFCA`).
+    pub family: &'static str,
+    /// This variant's value, as the report names it (`K = 2`).
+    pub value: String,
 }
 
 impl Method {
@@ -265,6 +284,19 @@ pub enum Metric {
     Seconds,
 }
 
+impl Metric {
+    /// Whether a larger value is better, as tuning reads it.
+    pub fn higher_is_better(self) -> bool {
+        match self {
+            Metric::Final(f) | Metric::AtEval(f, _) | Metric::BestReplica(f) => {
+                f.higher_is_better()
+            }
+            Metric::IfcaSuccess => true,
+            Metric::MsPerRound { .. } | Metric::Seconds => false,
+        }
+    }
+}
+
 /// A per-round quantity of a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Field {
@@ -303,6 +335,12 @@ impl Field {
             Field::MajorityMisclustering => r.majority_misclustering,
             Field::ClustersFound => r.clusters_found.map(|c| c as f64),
         }
+    }
+
+    /// Whether a larger value is better (accuracies), as tuning reads it;
+    /// errors, losses and cluster counts are better smaller.
+    pub fn higher_is_better(self) -> bool {
+        matches!(self, Field::TestAccuracy | Field::ClusterAccuracy)
     }
 
     /// How plots and file names call it.
