@@ -322,17 +322,7 @@ fn evaluate_assigned(
         .iter()
         .filter_map(|&(model, cluster)| score_of(model, cluster))
         .collect();
-    if per_client.is_empty() {
-        return (None, None);
-    }
-    let n = per_client.len() as f64;
-    let loss = per_client.iter().map(|s| s.0).sum::<f64>() / n;
-    let accuracy = per_client
-        .iter()
-        .map(|s| s.1)
-        .sum::<Option<f64>>()
-        .map(|a| a / n);
-    (Some(loss), accuracy)
+    mean_over_clients(&per_client)
 }
 
 /// Each training client's model on its own test split (test client `i` is
@@ -356,6 +346,12 @@ fn evaluate_own(view: &ReplicaView<'_>, test: &TestSet<'_>) -> (Option<f64>, Opt
             }
         })
         .collect();
+    mean_over_clients(&per_client)
+}
+
+/// The unweighted means of per-client (loss, accuracy) scores; the accuracy
+/// only when every client has one; `(None, None)` for no client.
+fn mean_over_clients(per_client: &[(f64, Option<f64>)]) -> (Option<f64>, Option<f64>) {
     if per_client.is_empty() {
         return (None, None);
     }
