@@ -9,7 +9,6 @@ use serde::{Deserialize, Serialize};
 use fedcluster_core::Model;
 use fedcluster_core::local::{Augmentation, ImageShape};
 use fedcluster_data::{FederatedData, Task};
-use fedcluster_models::augmented::Augmented;
 use fedcluster_models::{Cnn, LinearRegression, LogisticRegression, Mlp};
 use fedcluster_nn::{Backend, Net, nets};
 
@@ -399,14 +398,9 @@ fn cnn(
         conv2,
         hidden,
         classes,
+        augmentation,
     };
-    let model: Box<dyn Model> =
-        Box::new(Cnn::new(shape).map_err(|e| anyhow!("field `model`: {e}"))?);
-    Ok(match augmentation {
-        Some(augmentation) => Box::new(Augmented {
-            inner: model,
-            augmentation,
-        }),
-        None => model,
-    })
+    Ok(Box::new(
+        Cnn::new(shape).map_err(|e| anyhow!("field `model`: {e}"))?,
+    ))
 }

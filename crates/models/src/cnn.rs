@@ -14,6 +14,7 @@
 //! (`classes x hidden`) and `b`; all initialised like PyTorch (`U(±1/√fan_in)`).
 
 use fedcluster_core::linalg::{MatMut, MatRef, matmul};
+use fedcluster_core::local::Augmentation;
 use fedcluster_core::{Batch, Model, Rng, Targets, Workspace};
 
 use crate::init::uniform_fan_in;
@@ -27,7 +28,7 @@ mod tests;
 use layers::{Conv, col2im, im2col, pool_backward, pool_forward};
 
 /// The network's shape.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Cnn {
     /// Input height.
     pub height: usize,
@@ -45,6 +46,9 @@ pub struct Cnn {
     pub hidden: usize,
     /// Output classes.
     pub classes: usize,
+    /// Augmentation of the input images in minibatch local training (the
+    /// flat loop reads it through [`Model::augmentation`]).
+    pub augmentation: Option<Augmentation>,
 }
 
 /// Offsets of the parameter blocks.
@@ -71,6 +75,7 @@ impl Cnn {
             conv2: 64,
             hidden: 512,
             classes,
+            augmentation: None,
         })
     }
 
@@ -296,6 +301,9 @@ fn relu_backward(d: &mut [f32], a: &[f32]) {
 impl Model for Cnn {
     fn name(&self) -> &'static str {
         "cnn"
+    }
+    fn augmentation(&self) -> Option<Augmentation> {
+        self.augmentation
     }
 
     fn num_params(&self) -> usize {

@@ -15,7 +15,6 @@
 //! not validated never makes a model panic: mismatched targets or shapes give a NaN
 //! loss and a NaN gradient, which the caller's divergence check catches.
 
-pub mod augmented;
 pub mod cnn;
 pub mod error;
 pub mod gradcheck;

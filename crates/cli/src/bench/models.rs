@@ -92,6 +92,7 @@ fn cases() -> Result<Vec<Case>> {
         conv2: 64,
         hidden: 512,
         classes: 10,
+        augmentation: None,
     })?;
     let case = |label: &str, model, batch, classes, vocab, input_layer_flops| Case {
         label: label.into(),

@@ -17,6 +17,7 @@ fn tiny() -> Cnn {
         conv2: 4,
         hidden: 5,
         classes: 3,
+        augmentation: None,
     })
     .unwrap()
 }

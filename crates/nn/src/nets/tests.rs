@@ -206,6 +206,7 @@ fn the_mlp_and_the_cnn_agree_with_the_native_models() {
         conv2: 4,
         hidden: 5,
         classes: 4,
+        augmentation: None,
     };
     let native = fedcluster_models::Cnn::new(shape).unwrap();
     let net = Cnn {
