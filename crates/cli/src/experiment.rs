@@ -6,8 +6,8 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 
 use fedcluster_algorithms::{Algorithm, Checked, FieldError, Setup, TrueClusters, Visit};
-use fedcluster_core::{Batch, Model, ServerHalf};
-use fedcluster_data::FederatedData;
+use fedcluster_core::{Model, ServerHalf};
+use fedcluster_data::{DataSet, DataView, FederatedData};
 use fedcluster_sim::record::{RoundRecord, TestPick, TestSet, Truth, records};
 use fedcluster_sim::{InProcess, Transport, run};
 
@@ -42,7 +42,33 @@ impl Outcome {
     }
 }
 
-/// Generates the configured data set.
+/// Synthetic data sets whose samples would take more than this many bytes
+/// are generated client by client when a client is asked for, instead of
+/// stored (the same samples either way).
+pub const STORE_SYNTHETIC_UP_TO_BYTES: u128 = 1 << 30;
+
+/// The configured data set: stored, or, for a synthetic one larger than
+/// [`STORE_SYNTHETIC_UP_TO_BYTES`], generated on demand.
+pub fn build_data_set(config: &RunConfig) -> Result<DataSet> {
+    let generated = match &config.data {
+        DataConfig::IfcaSynthetic(spec) => {
+            fedcluster_data::ifca_synthetic_on_demand(spec, config.seed)
+        }
+        DataConfig::MixedRegression(spec) => {
+            fedcluster_data::mixed_regression_on_demand(spec, config.seed)
+        }
+        _ => return Ok(DataSet::Stored(build_data(config)?)),
+    }
+    .context("cannot build the data set")?;
+    if generated.stored_bytes() > STORE_SYNTHETIC_UP_TO_BYTES {
+        return Ok(DataSet::Generated(generated));
+    }
+    let data = generated.materialize();
+    data.validate().context("the data set is malformed")?;
+    Ok(DataSet::Stored(data))
+}
+
+/// Generates the configured data set, every client stored.
 pub fn build_data(config: &RunConfig) -> Result<FederatedData> {
     let data = match &config.data {
         DataConfig::IfcaSynthetic(spec) => {
@@ -87,8 +113,8 @@ fn mnist_dir(dir: &Option<std::path::PathBuf>) -> Result<&std::path::Path> {
 }
 
 /// Builds the configured model for `data` (see [`crate::model`]).
-pub fn build_model(config: &RunConfig, data: &FederatedData) -> Result<Box<dyn Model>> {
-    crate::model::build_model(config.model, data)
+pub fn build_model(config: &RunConfig, data: &DataView<'_>) -> Result<Box<dyn Model>> {
+    crate::model::build_model(config.model, data.dim, data.task)
 }
 
 /// What the caller sees after each round.
@@ -128,7 +154,7 @@ pub fn show_progress(bar: &indicatif::ProgressBar, p: Progress) {
 /// Runs `config` on `data` in process, calling `progress` after every round.
 pub fn execute(
     config: &RunConfig,
-    data: &FederatedData,
+    data: &DataView<'_>,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Outcome> {
     execute_with(config, data, build_model(config, data)?.as_ref(), progress)
@@ -138,7 +164,7 @@ pub fn execute(
 /// anything is written).
 pub fn execute_with(
     config: &RunConfig,
-    data: &FederatedData,
+    data: &DataView<'_>,
     model: &dyn Model,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Outcome> {
@@ -156,7 +182,7 @@ pub fn execute_with(
 /// (read by the oracles only).
 pub fn setup<'a>(
     config: &RunConfig,
-    data: &'a FederatedData,
+    data: &DataView<'a>,
     model: &'a dyn Model,
     sizes: &'a [usize],
 ) -> Setup<'a> {
@@ -167,13 +193,14 @@ pub fn setup<'a>(
             labels: &data.truth.train_labels,
         }),
         true_models: data.truth.params.as_deref(),
-        ..Setup::new(model, data.train.len(), config.seed)
+        ..Setup::new(model, data.train.num_clients(), config.seed)
     }
 }
 
 /// Training points per client.
-pub fn client_sizes(data: &FederatedData) -> Vec<usize> {
-    data.train.iter().map(|c| c.len()).collect()
+pub fn client_sizes(data: &DataView<'_>) -> Vec<usize> {
+    let train = &data.train;
+    (0..train.num_clients()).map(|i| train.samples(i)).collect()
 }
 
 /// A config error of the algorithm table, as the CLI reports it.
@@ -194,9 +221,9 @@ impl Visit for InProcessRun<'_, '_> {
         let client = A::client(&config);
         let server = A::server(config, &self.setup).map_err(algorithm_field)?;
         let d = &self.driver;
-        let mut transport = InProcess::new(
-            vec![client; d.data.train.len()],
-            d.train.clone(),
+        let mut transport = InProcess::with_prototype(
+            client,
+            d.data.train.as_ref(),
             d.model,
             d.config.seed,
             d.config.threads,
@@ -208,10 +235,8 @@ impl Visit for InProcessRun<'_, '_> {
 /// Runs the engine over a transport and turns its events into records.
 pub(crate) struct Driver<'a> {
     config: &'a RunConfig,
-    data: &'a FederatedData,
+    data: &'a DataView<'a>,
     model: &'a dyn Model,
-    train: Vec<Batch<'a>>,
-    test: Vec<Batch<'a>>,
 }
 
 impl<'a> Driver<'a> {
@@ -219,24 +244,21 @@ impl<'a> Driver<'a> {
     /// per training client.
     pub(crate) fn new(
         config: &'a RunConfig,
-        data: &'a FederatedData,
+        data: &'a DataView<'a>,
         model: &'a dyn Model,
     ) -> Result<Self> {
-        if config.test_pick == TestPick::Own && data.test.len() != data.train.len() {
+        let (train, test) = (data.train.num_clients(), data.test.num_clients());
+        if config.test_pick == TestPick::Own && test != train {
             anyhow::bail!(
                 "field `test_pick`: \"own\" scores each training client on its own test split, \
-                 but {} has {} training and {} test clients",
+                 but {} has {train} training and {test} test clients",
                 data.name,
-                data.train.len(),
-                data.test.len()
             );
         }
         Ok(Self {
             config,
             data,
             model,
-            train: data.train.iter().map(|c| c.batch(data.dim)).collect(),
-            test: data.test.iter().map(|c| c.batch(data.dim)).collect(),
         })
     }
 
@@ -261,7 +283,7 @@ impl<'a> Driver<'a> {
         };
         let test = TestSet {
             model: self.model,
-            clients: &self.test,
+            clients: self.data.test.as_ref(),
             pick: cfg.test_pick,
             local_models: cfg.local_eval_models,
         };
@@ -272,7 +294,7 @@ impl<'a> Driver<'a> {
             let last = event.round + 1 == cfg.rounds;
             let periodic = (cfg.eval_every > 0 && (event.round + 1) % cfg.eval_every == 0)
                 || cfg.eval_at.contains(&(event.round + 1));
-            let evaluate = (last || periodic) && !self.test.is_empty();
+            let evaluate = (last || periodic) && self.data.test.num_clients() > 0;
             let recs = records(&event, &truth, evaluate.then_some(&test));
             selected = event.snapshot.selected;
             replicas = recs.len();

@@ -8,7 +8,9 @@ use clap::{Parser, Subcommand};
 
 use fedcluster_cli::bench::{BenchOptions, Benchmark, gemm_peak, run_bench};
 use fedcluster_cli::config::{DEFAULT_CONFIG, RunConfig, data_dir_override};
-use fedcluster_cli::experiment::{build_data, build_model, execute_with, round_bar, show_progress};
+use fedcluster_cli::experiment::{
+    build_data_set, build_model, execute_with, round_bar, show_progress,
+};
 use fedcluster_cli::reproduce_command::Reproduce;
 use fedcluster_cli::rundir::{RunDir, free_run_dir, write_run};
 use fedcluster_cli::table::{metric, render};
@@ -176,7 +178,8 @@ fn run(
     // Problems with the output, the data or the model surface before any
     // directory exists.
     RunDir::check_target(&out, overwrite)?;
-    let data = build_data(&config)?;
+    let data_set = build_data_set(&config)?;
+    let data = data_set.view();
     let model = build_model(&config, &data)?;
     let dir = RunDir::create(&out, overwrite)?;
     let result = (|| {
@@ -279,8 +282,8 @@ fn bench(name: Benchmark, rounds: usize, threads: usize, data_dir: Option<PathBu
             r.name, r.threads, r.rounds
         );
         println!(
-            "  seconds per round: {:.4} (best {:.4})",
-            r.seconds_per_round, r.best_round
+            "  seconds per round: {:.3e} mean, {:.3e} median, {:.3e} best",
+            r.seconds_per_round, r.median_round, r.best_round
         );
         println!("  GFLOP per round:   {:.3}", r.flops_per_round / 1e9);
         println!(
@@ -291,6 +294,9 @@ fn bench(name: Benchmark, rounds: usize, threads: usize, data_dir: Option<PathBu
         );
         for (part, seconds) in &r.split {
             println!("  {part}: {seconds:.3} s per round (measured on a sample of clients)");
+        }
+        for (what, value) in &r.extra {
+            println!("  {what}: {value}");
         }
     }
     Ok(())

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use fedcluster_core::Model;
 use fedcluster_core::local::{Augmentation, ImageShape};
-use fedcluster_data::{FederatedData, Task};
+use fedcluster_data::Task;
 use fedcluster_models::{Cnn, LinearRegression, LogisticRegression, Mlp};
 use fedcluster_nn::{Backend, Net, nets};
 
@@ -202,16 +202,16 @@ fn square(dim: usize, channels: usize) -> Result<ImageShape> {
     })
 }
 
-fn classes_of(data: &FederatedData, kind: &str) -> Result<usize> {
-    match data.task {
+fn classes_of(task: Task, kind: &str) -> Result<usize> {
+    match task {
         Task::Classification { classes } => Ok(classes),
         Task::Regression => bail!("field `model.kind`: `{kind}` needs a classification data set"),
     }
 }
 
-/// The configured model for `data`.
-pub fn build_model(config: ModelConfig, data: &FederatedData) -> Result<Box<dyn Model>> {
-    let d = data.dim;
+/// The configured model for data of `dim` features and `task`.
+pub fn build_model(config: ModelConfig, dim: usize, task: Task) -> Result<Box<dyn Model>> {
+    let d = dim;
     let augment = |a: Option<AugmentConfig>, shape: ImageShape| {
         a.map(|a| Augmentation {
             shape,
@@ -240,7 +240,7 @@ pub fn build_model(config: ModelConfig, data: &FederatedData) -> Result<Box<dyn 
             } else {
                 "logistic"
             };
-            match (config, data.task) {
+            match (config, task) {
                 (ModelConfig::Linear {}, Task::Regression) => Box::new(LinearRegression::new(d)?),
                 (ModelConfig::Logistic {}, Task::Classification { classes }) => {
                     Box::new(LogisticRegression::new(d, classes)?)
@@ -256,7 +256,7 @@ pub fn build_model(config: ModelConfig, data: &FederatedData) -> Result<Box<dyn 
             }
         }
         ModelConfig::Mlp { hidden, backend } => {
-            let classes = classes_of(data, "mlp")?;
+            let classes = classes_of(task, "mlp")?;
             if hidden == 0 {
                 bail!("field `model.hidden`: must be at least 1, got 0");
             }
@@ -283,7 +283,7 @@ pub fn build_model(config: ModelConfig, data: &FederatedData) -> Result<Box<dyn 
             backend,
             augment: a,
         } => {
-            let classes = classes_of(data, "cnn")?;
+            let classes = classes_of(task, "cnn")?;
             let image = square(d, channels)?;
             cnn(
                 image,
@@ -300,7 +300,7 @@ pub fn build_model(config: ModelConfig, data: &FederatedData) -> Result<Box<dyn 
             backend,
             augment: a,
         } => {
-            let classes = classes_of(data, "cnn-cifar")?;
+            let classes = classes_of(task, "cnn-cifar")?;
             let image = square(d, channels)?;
             cnn(
                 image,
@@ -316,7 +316,7 @@ pub fn build_model(config: ModelConfig, data: &FederatedData) -> Result<Box<dyn 
             hidden,
             backend,
         } => {
-            let classes = classes_of(data, "cnn-femnist")?;
+            let classes = classes_of(task, "cnn-femnist")?;
             let image = square(d, channels)?;
             let net = nets::Cnn {
                 image,
@@ -335,7 +335,7 @@ pub fn build_model(config: ModelConfig, data: &FederatedData) -> Result<Box<dyn 
             backend,
             augment: a,
         } => {
-            let classes = classes_of(data, "resnet9")?;
+            let classes = classes_of(task, "resnet9")?;
             let image = square(d, channels)?;
             nn(
                 Net::ResNet9(nets::ResNet9 {
@@ -353,7 +353,7 @@ pub fn build_model(config: ModelConfig, data: &FederatedData) -> Result<Box<dyn 
             layers,
             backend,
         } => {
-            let vocab = classes_of(data, "char-lstm")?;
+            let vocab = classes_of(task, "char-lstm")?;
             let net = nets::CharLstm {
                 vocab,
                 seq_len: d,

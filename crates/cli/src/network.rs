@@ -18,7 +18,8 @@ use fedcluster_net::{
 
 use crate::config::{RunConfig, data_dir_override};
 use crate::experiment::{
-    Driver, Outcome, Progress, algorithm_field, build_data, build_model, client_sizes, setup,
+    Driver, Outcome, Progress, algorithm_field, build_data, build_data_set, build_model,
+    client_sizes, setup,
 };
 
 /// How the coordinator listens and whom it admits.
@@ -74,10 +75,11 @@ pub fn serve(
     on_listening: &mut dyn FnMut(SocketAddr),
     progress: &mut dyn FnMut(Progress),
 ) -> Result<(Outcome, NetStats)> {
-    let data = build_data(config)?;
+    let data_set = build_data_set(config)?;
+    let data = data_set.view();
     let model = build_model(config, &data)?;
     let driver = Driver::new(config, &data, model.as_ref())?;
-    let m = data.train.len();
+    let m = data.train.num_clients();
     let min_clients = options.min_clients.unwrap_or(m);
     let coordinator = Coordinator::start(CoordinatorOptions {
         listen: options.listen,
@@ -183,7 +185,7 @@ pub fn join(
             data.train.len()
         );
     }
-    let model = build_model(&config, &data)?;
+    let model = build_model(&config, &data.view())?;
     let (config, data, model) = (&config, &data, model.as_ref());
     let mut first = Some(first);
     std::thread::scope(|scope| {

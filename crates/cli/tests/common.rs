@@ -34,7 +34,7 @@ pub fn check(text: &str, overrides: &[&str]) -> Outcome {
     let overrides: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
     let config = RunConfig::parse(text, &overrides, "test config").expect("valid config");
     let data = build_data(&config).expect("data");
-    execute(&config, &data, &mut |_| {}).expect("run")
+    execute(&config, &data.view(), &mut |_| {}).expect("run")
 }
 
 /// The selected replica's last record, unwrapped.

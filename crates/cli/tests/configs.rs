@@ -82,7 +82,7 @@ fn every_config_file_parses_and_runs_one_round_on_small_data() {
         }
         let config = RunConfig::load(file, &overrides).unwrap_or_else(|e| panic!("{e:#}"));
         let data = build_data(&config).unwrap_or_else(|e| panic!("{}: {e:#}", file.display()));
-        let outcome = execute(&config, &data, &mut |_| {})
+        let outcome = execute(&config, &data.view(), &mut |_| {})
             .unwrap_or_else(|e| panic!("{}: {e:#}", file.display()));
         assert_eq!(
             outcome.records.last().map(|r| r.round),

@@ -69,7 +69,10 @@ fn bad_values_name_the_field() {
     let config =
         RunConfig::parse(&small(IFCA, 5), &["model.kind=\"logistic\"".into()], "cfg").unwrap();
     let data = build_data(&config).unwrap();
-    let e = format!("{:#}", execute(&config, &data, &mut |_| {}).unwrap_err());
+    let e = format!(
+        "{:#}",
+        execute(&config, &data.view(), &mut |_| {}).unwrap_err()
+    );
     assert!(e.contains("model.kind"), "{e}");
     // Weight sharing needs a model with more than one layer.
     let config = RunConfig::parse(
@@ -79,7 +82,10 @@ fn bad_values_name_the_field() {
     )
     .unwrap();
     let data = build_data(&config).unwrap();
-    let e = format!("{:#}", execute(&config, &data, &mut |_| {}).unwrap_err());
+    let e = format!(
+        "{:#}",
+        execute(&config, &data.view(), &mut |_| {}).unwrap_err()
+    );
     assert!(e.contains("algorithm.weight_sharing"), "{e}");
 }
 
@@ -91,7 +97,10 @@ fn divergence_is_reported_with_round_and_client() {
     );
     let config = RunConfig::parse(&cfg, &[], "cfg").unwrap();
     let data = build_data(&config).unwrap();
-    let e = format!("{:#}", execute(&config, &data, &mut |_| {}).unwrap_err());
+    let e = format!(
+        "{:#}",
+        execute(&config, &data.view(), &mut |_| {}).unwrap_err()
+    );
     assert!(e.contains("diverged at round 0, client 0"), "{e}");
 }
 
@@ -103,7 +112,10 @@ fn ifca_drops_diverged_replicas_and_fails_only_when_all_diverge() {
     );
     let config = RunConfig::parse(&cfg, &[], "cfg").unwrap();
     let data = build_data(&config).unwrap();
-    let e = format!("{:#}", execute(&config, &data, &mut |_| {}).unwrap_err());
+    let e = format!(
+        "{:#}",
+        execute(&config, &data.view(), &mut |_| {}).unwrap_err()
+    );
     assert!(e.contains("diverged at round"), "{e}");
 }
 

@@ -99,7 +99,7 @@ fn every_network_runs_ifca_and_is_thread_count_independent() {
 fn build_error(config: &str) -> String {
     let config = RunConfig::parse(config, &[], "cfg").expect("the config itself parses");
     let data = build_data(&config).expect("data");
-    match build_model(&config, &data) {
+    match build_model(&config, &data.view()) {
         Ok(m) => panic!("{} was built", m.name()),
         Err(e) => format!("{e:#}"),
     }

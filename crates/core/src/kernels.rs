@@ -5,7 +5,11 @@
 //! code as a portable fallback. `mul_add` is exactly rounded on both paths, so the
 //! results are bit-identical whichever path runs.
 //!
-//! `benches`: `fedcluster bench ifca-synthetic` (see the README).
+//! Two element-wise loops that run over every reply of every round,
+//! [`all_finite`] and [`axpy`], are compiled for AVX2 (without FMA, so `axpy`
+//! multiplies then adds, as the portable path does) and chosen at run time too.
+//!
+//! `benches`: `fedcluster bench ifca-synthetic` and `small-clients` (see the README).
 
 const LANES: usize = 8;
 
@@ -350,6 +354,29 @@ mod tests {
     }
 
     #[test]
+    fn axpy_and_all_finite_agree_with_their_portable_bodies() {
+        for len in [0, 1, 7, 255, 256, 1001] {
+            let x = data(len, 0.5);
+            let (mut fast, mut portable) = (data(len, 2.0), data(len, 2.0));
+            axpy(-0.37, &x, &mut fast);
+            axpy_body(-0.37, &x, &mut portable);
+            let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&fast), bits(&portable), "len {len}");
+            let want: Vec<f32> = data(len, 2.0)
+                .iter()
+                .zip(&x)
+                .map(|(y, x)| y + -0.37 * x)
+                .collect();
+            assert_eq!(bits(&fast), bits(&want), "len {len}");
+            assert_eq!(all_finite(&fast), all_finite_body(&fast));
+            if len > 0 {
+                fast[len / 2] = f32::NAN;
+                assert!(!all_finite(&fast) && !all_finite_body(&fast));
+            }
+        }
+    }
+
+    #[test]
     fn the_simd_path_and_the_portable_path_give_identical_bits() {
         let (n, d, count) = (11, 1003, 7);
         let x = data(n * d, 0.0);
@@ -381,5 +408,57 @@ mod tests {
                 }
             }
         }
+    }
+}
+
+/// Whether every entry is finite. With the sign cleared, a finite `f32`'s bits
+/// are below `0x7f80_0000`, so adding `0x0080_0000` sets bit 31 exactly for
+/// infinities and NaNs; one OR per block of 256 collects it, branch-free.
+pub fn all_finite(x: &[f32]) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU supports the feature the function is compiled for.
+        return unsafe { all_finite_avx2(x) };
+    }
+    all_finite_body(x)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn all_finite_avx2(x: &[f32]) -> bool {
+    all_finite_body(x)
+}
+
+#[inline(always)]
+fn all_finite_body(x: &[f32]) -> bool {
+    x.chunks(256).all(|block| {
+        let flags = block.iter().fold(0u32, |acc, v| {
+            acc | (v.to_bits() & 0x7fff_ffff).wrapping_add(0x0080_0000)
+        });
+        flags & 0x8000_0000 == 0
+    })
+}
+
+/// `y <- y + a * x`, rounded after the product and after the sum on every path.
+pub fn axpy(a: f32, x: &[f32], y: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU supports the feature the function is compiled for.
+        unsafe { axpy_avx2(a, x, y) };
+        return;
+    }
+    axpy_body(a, x, y);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn axpy_avx2(a: f32, x: &[f32], y: &mut [f32]) {
+    axpy_body(a, x, y);
+}
+
+#[inline(always)]
+fn axpy_body(a: f32, x: &[f32], y: &mut [f32]) {
+    for (yi, xi) in y.iter_mut().zip(x) {
+        *yi += a * xi;
     }
 }

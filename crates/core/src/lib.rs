@@ -8,6 +8,7 @@
 //! - [`rng`]: random streams derived from `(seed, purpose, round, client)`.
 //! - [`federation`]: the seam between algorithms and transports: the server half,
 //!   the client half and the messages they exchange.
+//! - [`shards`]: the clients' local data, stored or produced on demand.
 //!
 //! No IO happens in this crate.
 
@@ -19,6 +20,7 @@ pub mod local;
 pub mod model;
 pub mod params;
 pub mod rng;
+pub mod shards;
 
 pub use error::{CoreError, Result};
 pub use federation::{
@@ -27,3 +29,4 @@ pub use federation::{
 };
 pub use model::{Batch, MinibatchScratch, Model, Targets, Workspace};
 pub use rng::{Purpose, Rng, stream};
+pub use shards::{ShardBuf, Shards};

@@ -19,12 +19,11 @@ fn check_len(what: &'static str, expected: usize, got: usize) -> Result<()> {
     }
 }
 
-/// `y <- y + a * x`.
+/// `y <- y + a * x` (a product then a sum per entry; AVX2 where the CPU has
+/// it, the same bits either way: [`crate::kernels::axpy`]).
 pub fn axpy(a: f32, x: &[f32], y: &mut [f32]) {
     debug_assert_eq!(x.len(), y.len());
-    for (yi, xi) in y.iter_mut().zip(x) {
-        *yi += a * xi;
-    }
+    crate::kernels::axpy(a, x, y);
 }
 
 /// `x <- a * x`.
@@ -65,11 +64,10 @@ pub fn dist(x: &[f32], y: &[f32]) -> f64 {
     sq_dist(x, y).sqrt()
 }
 
-/// Whether every entry is finite (branch-free within blocks of 64, so it
-/// vectorises; it runs over every reply of every round).
+/// Whether every entry is finite; it runs over every reply of every round, so
+/// it is branch-free and vectorised ([`crate::kernels::all_finite`]).
 pub fn all_finite(x: &[f32]) -> bool {
-    x.chunks(64)
-        .all(|block| block.iter().fold(true, |ok, v| ok & v.is_finite()))
+    crate::kernels::all_finite(x)
 }
 
 /// Arithmetic mean of `vectors`, written into `out`.
@@ -180,6 +178,33 @@ pub fn argmin(values: &[f32]) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn all_finite_finds_any_non_finite_value_anywhere() {
+        let finite = [
+            0.0,
+            -0.0,
+            1.0,
+            -1.0,
+            f32::MAX,
+            f32::MIN,
+            f32::MIN_POSITIVE,
+            1e-45,
+        ];
+        let bad = [f32::INFINITY, f32::NEG_INFINITY, f32::NAN, -f32::NAN];
+        for len in [1, 63, 256, 257, 700] {
+            let clean: Vec<f32> = (0..len).map(|i| finite[i % finite.len()]).collect();
+            assert!(all_finite(&clean), "len {len}");
+            for at in [0, len / 2, len - 1] {
+                for b in bad {
+                    let mut x = clean.clone();
+                    x[at] = b;
+                    assert!(!all_finite(&x), "len {len}, {b} at {at}");
+                }
+            }
+        }
+        assert!(all_finite(&[]));
+    }
 
     #[test]
     fn weighted_mean_matches_hand_computation() {

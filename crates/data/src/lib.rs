@@ -6,6 +6,10 @@
 //! - [`synthetic`]: deterministic generators of the synthetic experiments:
 //!   [`ifca_synthetic`] (IFCA, Ghosh et al., Section VI-A) and
 //!   [`mixed_regression`] (two-phase mixed linear regression, Section V).
+//!   Their clients can also be generated on demand
+//!   ([`synthetic::on_demand`]), for federations too large to store.
+//! - [`view`]: [`DataSet`] (stored or generated) and [`DataView`], the data
+//!   as a run sees it: clients through [`fedcluster_core::Shards`], and the truth.
 //! - [`labelled`]: synthetic classification tasks, [`synthetic_images`]
 //!   (class prototypes relabelled per cluster) and [`synthetic_text`] (a Markov
 //!   chain per cluster), for the image and text networks.
@@ -25,6 +29,7 @@ pub mod labelled;
 pub mod leaf;
 pub mod mnist;
 pub mod synthetic;
+pub mod view;
 
 pub use dataset::{ClientData, FederatedData, GroundTruth, TargetsOwned, Task};
 pub use error::{DataError, Result};
@@ -34,7 +39,9 @@ pub use mnist::{
     Mnist, MnistAnchoredSpec, MnistClustersSpec, Transform, load_mnist, mnist_anchored,
     mnist_clusters,
 };
+pub use synthetic::on_demand::GeneratedData;
 pub use synthetic::{
     ClientGroup, IfcaSyntheticSpec, MixedRegressionSpec, TruthScale, ifca_synthetic,
-    mixed_regression,
+    ifca_synthetic_on_demand, mixed_regression, mixed_regression_on_demand,
 };
+pub use view::{DataSet, DataView, StoredClients};

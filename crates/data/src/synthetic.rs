@@ -22,11 +22,16 @@ use rand::Rng as _;
 use rand_distr::StandardNormal;
 use serde::{Deserialize, Serialize};
 
-use crate::dataset::{ClientData, FederatedData, GroundTruth, TargetsOwned, Task};
+use rayon::prelude::*;
+
+use crate::dataset::{ClientData, FederatedData, GroundTruth, TargetsOwned};
 use crate::error::{DataError, Result};
 
+pub mod on_demand;
 #[cfg(test)]
 mod tests;
+
+use on_demand::{GeneratedData, Sizes};
 
 /// Specification of the IFCA synthetic experiment (Section VI-A): `clients` (m)
 /// workers split equally among `clusters` (k) in contiguous blocks, each with
@@ -230,6 +235,12 @@ fn fits(field: &str, points: usize, dim: usize) -> Result<()> {
 /// `y = <x, θ*_j> + σ·N(0, 1)`. Test client `i` has `test_points_per_client`
 /// fresh samples from the same cluster. `truth.params` holds the `θ*_j`.
 pub fn ifca_synthetic(spec: &IfcaSyntheticSpec, seed: u64) -> Result<FederatedData> {
+    Ok(ifca_synthetic_on_demand(spec, seed)?.materialize())
+}
+
+/// [`ifca_synthetic`] with every client generated when asked for (see
+/// [`on_demand`]); the same samples.
+pub fn ifca_synthetic_on_demand(spec: &IfcaSyntheticSpec, seed: u64) -> Result<GeneratedData> {
     spec.validate()?;
     let params: Vec<Vec<f32>> = (0..spec.clusters)
         .map(|j| {
@@ -245,35 +256,19 @@ pub fn ifca_synthetic(spec: &IfcaSyntheticSpec, seed: u64) -> Result<FederatedDa
         .collect();
     let per_cluster = spec.clients / spec.clusters;
     let labels: Vec<usize> = (0..spec.clients).map(|i| i / per_cluster).collect();
-    let train = linear_clients(
+    Ok(GeneratedData::linear(
+        "ifca_synthetic",
         seed,
-        Purpose::ClientData,
-        &params,
-        &labels,
-        |_| spec.points_per_client,
+        Sizes::uniform(spec.clients, spec.points_per_client),
+        spec.test_points_per_client,
         spec.noise_std,
-    );
-    let test = linear_clients(
-        seed,
-        Purpose::TestData,
-        &params,
-        &labels,
-        |_| spec.test_points_per_client,
-        spec.noise_std,
-    );
-    Ok(FederatedData {
-        name: "ifca_synthetic".into(),
-        dim: spec.dim,
-        task: Task::Regression,
-        train,
-        test,
-        truth: GroundTruth {
+        GroundTruth {
             clusters: spec.clusters,
             train_labels: labels.clone(),
             test_labels: labels,
             params: Some(params),
         },
-    })
+    ))
 }
 
 /// Generates the mixed linear regression data set (Section V of the two-phase
@@ -286,6 +281,13 @@ pub fn ifca_synthetic(spec: &IfcaSyntheticSpec, seed: u64) -> Result<FederatedDa
 /// `x ~ N(0, I_d)`, `y = <x, θ*> + noise_std·N(0, 1)`. Test client `i` has
 /// `test_points_per_client` fresh samples from client `i`'s cluster.
 pub fn mixed_regression(spec: &MixedRegressionSpec, seed: u64) -> Result<FederatedData> {
+    Ok(mixed_regression_on_demand(spec, seed)?.materialize())
+}
+
+/// [`mixed_regression`] with every client generated when asked for (see
+/// [`on_demand`]); the same samples. The clusters of many clients are drawn
+/// in parallel (each from its own stream, so in any order).
+pub fn mixed_regression_on_demand(spec: &MixedRegressionSpec, seed: u64) -> Result<GeneratedData> {
     spec.validate()?;
     let scale = 2.0 / (spec.dim as f64).sqrt();
     let params: Vec<Vec<f32>> = (0..spec.clusters)
@@ -296,51 +298,32 @@ pub fn mixed_regression(spec: &MixedRegressionSpec, seed: u64) -> Result<Federat
                 .collect()
         })
         .collect();
-    let sizes: Vec<usize> = spec
-        .client_sizes
-        .iter()
-        .flat_map(|g| std::iter::repeat_n(g.points, g.count))
-        .collect();
-    let labels: Vec<usize> = (0..sizes.len())
+    let sizes = Sizes::groups(spec.client_sizes.iter().map(|g| (g.count, g.points)));
+    let labels: Vec<usize> = (0..sizes.clients())
+        .into_par_iter()
         .map(|i| {
             let mut rng = stream(seed, Purpose::Partition, 0, i as u64);
             categorical(&mut rng, &spec.probs)
         })
         .collect();
-    let train = linear_clients(
+    Ok(GeneratedData::linear(
+        "mixed_regression",
         seed,
-        Purpose::ClientData,
-        &params,
-        &labels,
-        |i| sizes[i],
+        sizes,
+        spec.test_points_per_client,
         spec.noise_std,
-    );
-    let test = linear_clients(
-        seed,
-        Purpose::TestData,
-        &params,
-        &labels,
-        |_| spec.test_points_per_client,
-        spec.noise_std,
-    );
-    Ok(FederatedData {
-        name: "mixed_regression".into(),
-        dim: spec.dim,
-        task: Task::Regression,
-        train,
-        test,
-        truth: GroundTruth {
+        GroundTruth {
             clusters: spec.clusters,
             train_labels: labels.clone(),
             test_labels: labels,
             params: Some(params),
         },
-    })
+    ))
 }
 
 /// Linear-regression clients: client `i` belongs to cluster `labels[i]`, has
 /// `points(i)` samples and draws them from its own stream `(seed, purpose, i)`.
-fn linear_clients(
+pub(crate) fn linear_clients(
     seed: u64,
     purpose: Purpose,
     params: &[Vec<f32>],
@@ -392,17 +375,29 @@ fn categorical(rng: &mut Rng, probs: &[f64]) -> usize {
 /// `points` samples `x ~ N(0, I)`, `y = <x, θ> + noise_std·N(0, 1)`, drawn
 /// sample by sample (features, then noise).
 fn linear_client(rng: &mut Rng, theta: &[f32], points: usize, noise_std: f64) -> ClientData {
-    let dim = theta.len();
-    let mut x = Vec::with_capacity(points * dim);
-    let mut y = Vec::with_capacity(points);
-    for _ in 0..points {
-        let start = x.len();
-        x.extend((0..dim).map(|_| rng.sample::<f32, _>(StandardNormal)));
-        let noise: f64 = rng.sample(StandardNormal);
-        y.push((dot(&x[start..], theta) + noise_std * noise) as f32);
-    }
+    let mut x = vec![0.0; points * theta.len()];
+    let mut y = vec![0.0; points];
+    fill_linear_client(rng, theta, &mut x, &mut y, noise_std);
     ClientData {
         x,
         y: TargetsOwned::Real(y),
+    }
+}
+
+/// [`linear_client`] written into `x` (`y.len() * dim` values) and `y`: the
+/// same draws in the same order.
+pub(crate) fn fill_linear_client(
+    rng: &mut Rng,
+    theta: &[f32],
+    x: &mut [f32],
+    y: &mut [f32],
+    noise_std: f64,
+) {
+    for (row, target) in x.chunks_exact_mut(theta.len().max(1)).zip(y) {
+        for v in row.iter_mut() {
+            *v = rng.sample::<f32, _>(StandardNormal);
+        }
+        let noise: f64 = rng.sample(StandardNormal);
+        *target = (dot(row, theta) + noise_std * noise) as f32;
     }
 }

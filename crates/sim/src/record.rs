@@ -6,7 +6,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use fedcluster_core::model::argmin_f64;
-use fedcluster_core::{Batch, Model, ReplicaView, Workspace};
+use fedcluster_core::{Model, ReplicaView, ShardBuf, Shards, Workspace};
 use fedcluster_metrics::clustering::{
     majority_misclustering, misclustering, param_error, per_client_param_error,
 };
@@ -36,8 +36,8 @@ pub struct Truth<'a> {
 pub struct TestSet<'a> {
     /// The model architecture.
     pub model: &'a dyn Model,
-    /// One batch per test client.
-    pub clients: &'a [Batch<'a>],
+    /// The test clients, stored or produced on demand.
+    pub clients: &'a dyn Shards,
     /// How a test client picks its model among several.
     pub pick: TestPick,
     /// Local training: score at most this many of the clients' models (evenly
@@ -210,6 +210,11 @@ fn cluster_error(view: &ReplicaView<'_>, truth: &Truth<'_>) -> Option<f64> {
     )
 }
 
+/// A worker's scratch while scoring test clients: the model's workspace and
+/// the buffer a produced client is written into.
+#[derive(Default)]
+struct Scratch(Workspace, ShardBuf);
+
 /// What the test clients make of one replica.
 struct Evaluation {
     /// Sample-weighted mean test loss.
@@ -223,10 +228,10 @@ struct Evaluation {
 /// Mean test loss and accuracy (sample-weighted) of one replica, and the model
 /// each test client picked.
 fn evaluate(view: &ReplicaView<'_>, test: &TestSet<'_>) -> Evaluation {
-    let per_client: Vec<(f64, Option<usize>, usize, usize)> = test
-        .clients
-        .par_iter()
-        .map_init(Workspace::default, |ws, batch| {
+    let per_client: Vec<(f64, Option<usize>, usize, usize)> = (0..test.clients.num_clients())
+        .into_par_iter()
+        .map_init(Scratch::default, |Scratch(ws, buf), i| {
+            let batch = &test.clients.batch(i, buf);
             let losses: Vec<f64> = view
                 .models
                 .iter()
@@ -305,8 +310,8 @@ fn evaluate_assigned(
     pairs.dedup();
     let pair_scores: Vec<Option<(f64, Option<f64>)>> = pairs
         .par_iter()
-        .map_init(Workspace::default, |ws, &(model, cluster)| {
-            cluster_score(view.models[model], cluster, test, truth, ws)
+        .map_init(Scratch::default, |Scratch(ws, buf), &(model, cluster)| {
+            cluster_score(view.models[model], cluster, test, truth, ws, buf)
         })
         .collect();
     let score_of = |model: Option<usize>, cluster: usize| -> Option<(f64, Option<f64>)> {
@@ -329,12 +334,12 @@ fn evaluate_assigned(
 /// training client `i`'s): the unweighted means over clients of the
 /// per-client test loss and accuracy. Clients without test data are left out.
 fn evaluate_own(view: &ReplicaView<'_>, test: &TestSet<'_>) -> (Option<f64>, Option<f64>) {
-    let m = view.assignment.len().min(test.clients.len());
+    let m = view.assignment.len().min(test.clients.num_clients());
     let per_client: Vec<(f64, Option<f64>)> = (0..m)
         .into_par_iter()
-        .filter(|&i| !test.clients[i].is_empty())
-        .map_init(Workspace::default, |ws, i| {
-            let batch = test.clients[i];
+        .filter(|&i| test.clients.samples(i) > 0)
+        .map_init(Scratch::default, |Scratch(ws, buf), i| {
+            let batch = test.clients.batch(i, buf);
             match view.assignment[i].and_then(|a| view.models.get(a)) {
                 Some(params) => (
                     test.model.loss(params, batch, ws),
@@ -373,17 +378,15 @@ fn cluster_score(
     test: &TestSet<'_>,
     truth: &Truth<'_>,
     ws: &mut Workspace,
+    buf: &mut ShardBuf,
 ) -> Option<(f64, Option<f64>)> {
     let (mut loss, mut correct, mut samples) = (0.0, Some(0usize), 0usize);
-    for (batch, _) in test
-        .clients
-        .iter()
-        .zip(truth.test_labels)
-        .filter(|(_, l)| **l == cluster)
-    {
-        loss += test.model.loss(params, *batch, ws) * batch.len() as f64;
+    let m = test.clients.num_clients().min(truth.test_labels.len());
+    for i in (0..m).filter(|&i| truth.test_labels[i] == cluster) {
+        let batch = test.clients.batch(i, buf);
+        loss += test.model.loss(params, batch, ws) * batch.len() as f64;
         correct = correct
-            .zip(test.model.count_correct(params, *batch, ws))
+            .zip(test.model.count_correct(params, batch, ws))
             .map(|(a, b)| a + b);
         samples += batch.len();
     }
@@ -398,7 +401,7 @@ fn cluster_score(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use fedcluster_core::Targets;
+    use fedcluster_core::{Batch, Targets};
     use fedcluster_models::LogisticRegression;
 
     #[test]
@@ -409,7 +412,7 @@ mod tests {
         let (zero, one) = ([0.0, 0.0, 5.0, -5.0], [0.0, 0.0, -5.0, 5.0]);
         let x = [1.0f32; 4];
         let (y0, y1) = ([0u32; 4], [1u32; 2]);
-        let clients = [
+        let clients = vec![
             Batch::new(&x, Targets::Class(&y0), 1).unwrap(),
             Batch::new(&x[..2], Targets::Class(&y1), 1).unwrap(),
         ];
@@ -458,7 +461,7 @@ mod tests {
         let (zero, one) = ([0.0, 0.0, 5.0, -5.0], [0.0, 0.0, -5.0, 5.0]);
         let x = [1.0f32; 4];
         let (y0, y1, y2) = ([0u32; 4], [1u32, 0], [1u32; 2]);
-        let clients = [
+        let clients = vec![
             Batch::new(&x, Targets::Class(&y0), 1).unwrap(),
             Batch::new(&x[..2], Targets::Class(&y1), 1).unwrap(),
             Batch::new(&x[..2], Targets::Class(&y2), 1).unwrap(),

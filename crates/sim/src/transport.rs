@@ -1,11 +1,12 @@
 //! Transports carry a round's messages to the clients and bring the replies back.
 
+use std::collections::HashMap;
 use std::sync::Mutex;
 
 use rayon::prelude::*;
 
 use fedcluster_core::{
-    AlgoError, Batch, ClientEnv, ClientHalf, ClientId, Model, Purpose, RoundCtx, Workspace, stream,
+    ClientEnv, ClientHalf, ClientId, Model, Purpose, RoundCtx, ShardBuf, Shards, Workspace, stream,
 };
 
 use crate::error::EngineError;
@@ -51,60 +52,217 @@ pub fn check_plan<Down>(
 /// memory at once, and the server's memory does not grow with the client count.
 const CLIENTS_PER_THREAD_IN_FLIGHT: usize = 16;
 
-/// Runs every client half in this process, in parallel over a rayon pool, a chunk
-/// of clients at a time.
+/// Above this many clients, [`InProcess::with_prototype`] keeps only the halves
+/// of clients that have taken part.
+const DENSE_HALVES_UP_TO: usize = 1 << 16;
+
+/// The client halves of a federation.
+enum Halves<C> {
+    /// One half per client, client `i` at index `i`.
+    Dense(Vec<C>),
+    /// Only the halves of clients that have taken part; a client's first round
+    /// starts from a copy of `prototype`, which is what a dense store would
+    /// have held for it. `out` holds the round's halves while they work.
+    Sparse {
+        prototype: C,
+        kept: HashMap<ClientId, C>,
+        out: Vec<(ClientId, C)>,
+    },
+}
+
+impl<C: Clone> Halves<C> {
+    /// No half kept yet: every client starts from `prototype`.
+    fn sparse(prototype: C) -> Self {
+        Halves::Sparse {
+            prototype,
+            kept: HashMap::new(),
+            out: Vec::new(),
+        }
+    }
+
+    /// The round's work: each planned client's id, half and message, in plan
+    /// order, found in O(participants).
+    fn work<'w, D>(&'w mut self, plan: &'w [(ClientId, D)]) -> Vec<(ClientId, &'w mut C, &'w D)> {
+        match self {
+            Halves::Dense(halves) => {
+                let mut work = Vec::with_capacity(plan.len());
+                let (mut rest, mut offset) = (halves.as_mut_slice(), 0);
+                for (id, msg) in plan {
+                    // The plan is sorted, unique and in range (`check_plan`).
+                    let (client, tail) = std::mem::take(&mut rest)[id - offset..]
+                        .split_first_mut()
+                        .expect("checked plan");
+                    work.push((*id, client, msg));
+                    (rest, offset) = (tail, id + 1);
+                }
+                work
+            }
+            Halves::Sparse {
+                prototype,
+                kept,
+                out,
+            } => {
+                out.extend(
+                    plan.iter()
+                        .map(|(id, _)| (*id, kept.remove(id).unwrap_or_else(|| prototype.clone()))),
+                );
+                out.iter_mut()
+                    .zip(plan)
+                    .map(|((id, client), (_, msg))| (*id, client, msg))
+                    .collect()
+            }
+        }
+    }
+
+    /// Puts the round's halves back (sparse store).
+    fn put_back(&mut self) {
+        if let Halves::Sparse { kept, out, .. } = self {
+            kept.extend(out.drain(..));
+        }
+    }
+
+    fn len(&self, num_clients: usize) -> usize {
+        match self {
+            Halves::Dense(halves) => halves.len(),
+            Halves::Sparse { .. } => num_clients,
+        }
+    }
+}
+
+/// One pool thread's scratch: the model's workspace and the buffer a produced
+/// client's data is written into.
+#[derive(Default)]
+struct Slot {
+    ws: Workspace,
+    buf: ShardBuf,
+}
+
+/// Runs every client half in this process: on the calling thread with one
+/// thread, otherwise in parallel over a rayon pool, a chunk of clients at a
+/// time. Per client it allocates nothing of its own: the workspace and the
+/// data buffer are the thread's, the client's data is a view or produced into
+/// that buffer, and its stream is built on the stack.
 pub struct InProcess<'a, C> {
-    clients: Vec<C>,
-    data: Vec<Batch<'a>>,
+    halves: Halves<C>,
+    data: &'a dyn Shards,
     model: &'a dyn Model,
     seed: u64,
     pool: rayon::ThreadPool,
-    /// One workspace per pool thread, reused across clients and rounds.
-    workspaces: Vec<Mutex<Workspace>>,
+    /// One slot per pool thread, reused across clients and rounds.
+    slots: Vec<Mutex<Slot>>,
 }
 
-impl<'a, C> InProcess<'a, C> {
-    /// Client `i` is `clients[i]` holding `data[i]`; `threads = 0` uses every core.
+impl<'a, C: Clone> InProcess<'a, C> {
+    /// Client `i` is `clients[i]` holding `data`'s client `i`; `threads = 0`
+    /// uses every core.
     pub fn new(
         clients: Vec<C>,
-        data: Vec<Batch<'a>>,
+        data: &'a dyn Shards,
         model: &'a dyn Model,
         seed: u64,
         threads: usize,
     ) -> Result<Self, EngineError> {
-        if clients.len() != data.len() {
+        if clients.len() != data.num_clients() {
             return Err(EngineError::Setup(format!(
                 "{} client halves for {} data shards",
                 clients.len(),
-                data.len()
+                data.num_clients()
             )));
         }
+        Self::build(Halves::Dense(clients), data, model, seed, threads)
+    }
+
+    /// Every client starts as a copy of `prototype`. With many clients only
+    /// the halves of clients that have taken part are kept, so memory follows
+    /// the clients the rounds touch, not the federation's size; results are
+    /// the same either way.
+    pub fn with_prototype(
+        prototype: C,
+        data: &'a dyn Shards,
+        model: &'a dyn Model,
+        seed: u64,
+        threads: usize,
+    ) -> Result<Self, EngineError> {
+        let m = data.num_clients();
+        let halves = if m <= DENSE_HALVES_UP_TO {
+            Halves::Dense(vec![prototype; m])
+        } else {
+            Halves::sparse(prototype)
+        };
+        Self::build(halves, data, model, seed, threads)
+    }
+
+    /// [`InProcess::with_prototype`] with the sparse store whatever the number
+    /// of clients (for tests that compare the two).
+    pub fn sparse(
+        prototype: C,
+        data: &'a dyn Shards,
+        model: &'a dyn Model,
+        seed: u64,
+        threads: usize,
+    ) -> Result<Self, EngineError> {
+        Self::build(Halves::sparse(prototype), data, model, seed, threads)
+    }
+
+    fn build(
+        halves: Halves<C>,
+        data: &'a dyn Shards,
+        model: &'a dyn Model,
+        seed: u64,
+        threads: usize,
+    ) -> Result<Self, EngineError> {
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(threads)
             .build()
             .map_err(|e| EngineError::Setup(format!("thread pool: {e}")))?;
-        let workspaces = (0..pool.current_num_threads())
+        let slots = (0..pool.current_num_threads())
             .map(|_| Mutex::default())
             .collect();
         Ok(Self {
-            clients,
+            halves,
             data,
             model,
             seed,
             pool,
-            workspaces,
+            slots,
         })
     }
+}
 
-    /// The client halves (for inspection after a run).
-    pub fn clients(&self) -> &[C] {
-        &self.clients
-    }
+/// Client `id` handles `msg` with its data, its stream for the round and the
+/// thread's slot.
+#[allow(clippy::too_many_arguments)]
+fn handle_one<C: ClientHalf>(
+    ctx: &RoundCtx,
+    id: ClientId,
+    client: &mut C,
+    msg: &C::Down,
+    data: &dyn Shards,
+    model: &dyn Model,
+    seed: u64,
+    slot: &mut Slot,
+) -> Result<C::Up, EngineError> {
+    let Slot { ws, buf } = slot;
+    let mut env = ClientEnv {
+        id,
+        round: ctx.round,
+        data: data.batch(id, buf),
+        model,
+        rng: stream(seed, Purpose::Client, ctx.round as u64, id as u64),
+        ws,
+    };
+    client
+        .handle(ctx, msg, &mut env)
+        .map_err(|source| EngineError::Client {
+            round: ctx.round,
+            client: id,
+            source,
+        })
 }
 
 impl<C, Down, Up> Transport<Down, Up> for InProcess<'_, C>
 where
-    C: ClientHalf<Down = Down, Up = Up>,
+    C: ClientHalf<Down = Down, Up = Up> + Clone,
     Down: Sync,
     Up: Send,
 {
@@ -114,58 +272,47 @@ where
         plan: &[(ClientId, Down)],
         deliver: &mut dyn FnMut(ClientId, Up) -> Result<(), EngineError>,
     ) -> Result<(), EngineError> {
-        check_plan(ctx, plan, self.clients.len())?;
-        // Pair each planned message with its client's half, in id order.
-        let mut work = Vec::with_capacity(plan.len());
-        let mut next = plan.iter().peekable();
-        for (id, client) in self.clients.iter_mut().enumerate() {
-            if let Some((_, msg)) = next.next_if(|(pid, _)| *pid == id) {
-                work.push((id, client, msg));
-            }
-        }
-        let (data, model, seed) = (&self.data, self.model, self.seed);
-        let workspaces = &self.workspaces;
-        let chunk = CLIENTS_PER_THREAD_IN_FLIGHT * workspaces.len();
-        while !work.is_empty() {
-            let rest = work.split_off(chunk.min(work.len()));
-            let batch = std::mem::replace(&mut work, rest);
-            let replies: Vec<Result<(ClientId, Up), (ClientId, AlgoError)>> =
-                self.pool.install(|| {
+        check_plan(ctx, plan, self.num_clients())?;
+        let (data, model, seed) = (self.data, self.model, self.seed);
+        let (pool, slots) = (&self.pool, &mut self.slots);
+        let mut work = self.halves.work(plan);
+        let result = if slots.len() == 1 {
+            // One thread: no pool hand-off, replies delivered as they come.
+            let slot = slots[0].get_mut().unwrap_or_else(|e| e.into_inner());
+            work.into_iter().try_for_each(|(id, client, msg)| {
+                let up = handle_one(ctx, id, client, msg, data, model, seed, slot)?;
+                deliver(id, up)
+            })
+        } else {
+            let slots = &*slots;
+            let chunk = CLIENTS_PER_THREAD_IN_FLIGHT * slots.len();
+            let mut outcome = Ok(());
+            while !work.is_empty() && outcome.is_ok() {
+                let rest = work.split_off(chunk.min(work.len()));
+                let batch = std::mem::replace(&mut work, rest);
+                let replies: Vec<Result<(ClientId, Up), EngineError>> = pool.install(|| {
                     batch
                         .into_par_iter()
                         .map(|(id, client, msg)| {
                             // Each pool thread owns one slot: the lock is never contended.
-                            let slot =
-                                rayon::current_thread_index().unwrap_or(0) % workspaces.len();
-                            let mut ws = workspaces[slot].lock().unwrap_or_else(|e| e.into_inner());
-                            let mut env = ClientEnv {
-                                id,
-                                round: ctx.round,
-                                data: data[id],
-                                model,
-                                rng: stream(seed, Purpose::Client, ctx.round as u64, id as u64),
-                                ws: &mut ws,
-                            };
-                            client
-                                .handle(ctx, msg, &mut env)
+                            let at = rayon::current_thread_index().unwrap_or(0) % slots.len();
+                            let mut slot = slots[at].lock().unwrap_or_else(|e| e.into_inner());
+                            handle_one(ctx, id, client, msg, data, model, seed, &mut slot)
                                 .map(|up| (id, up))
-                                .map_err(|e| (id, e))
                         })
                         .collect()
                 });
-            for reply in replies {
-                let (id, up) = reply.map_err(|(client, source)| EngineError::Client {
-                    round: ctx.round,
-                    client,
-                    source,
-                })?;
-                deliver(id, up)?;
+                outcome = replies
+                    .into_iter()
+                    .try_for_each(|reply| reply.and_then(|(id, up)| deliver(id, up)));
             }
-        }
-        Ok(())
+            outcome
+        };
+        self.halves.put_back();
+        result
     }
 
     fn num_clients(&self) -> usize {
-        self.clients.len()
+        self.halves.len(self.data.num_clients())
     }
 }

@@ -44,7 +44,7 @@ fn cfl_splits_a_two_cluster_federation_exactly() {
         3,
     );
     let client = CflClient::new(Aggregation::Model, config.lr, config.local_steps);
-    let mut transport = InProcess::new(vec![client; batches.len()], batches, &model, 3, 0).unwrap();
+    let mut transport = InProcess::new(vec![client; batches.len()], &batches, &model, 3, 0).unwrap();
     run(&mut server, &mut transport, 200, 3, |_| Ok(())).unwrap();
     assert_eq!(server.clusters(), 2, "splits: {:?}", server.splits);
     assert_eq!(server.splits.len(), 1);

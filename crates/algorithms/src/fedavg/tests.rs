@@ -2,6 +2,7 @@
 
 use fedcluster_core::{Purpose, RoundCtx, ServerHalf, stream};
 use fedcluster_models::LinearRegression;
+use fedcluster_sim::InProcess;
 
 use super::{Config, FedAvgServer};
 use crate::common::aggregate::Aggregation;
@@ -109,4 +110,68 @@ fn an_assignment_beyond_k_is_rejected() {
     .unwrap();
     let model = LinearRegression::new(2).unwrap();
     assert!(FedAvgServer::new(config, &model, 2, vec![0, 2], 1).is_err());
+}
+
+/// FedAvg with Adam (state kept by each client) and 30% participation, 12
+/// rounds over `batches`' clients, their halves stored for every client or
+/// (`kept_only`) only for those that took part: the final model's bits.
+fn adam_run(
+    kept_only: bool,
+    threads: usize,
+    batches: &dyn fedcluster_core::Shards,
+    model: &LinearRegression,
+) -> Vec<u32> {
+    let config = Checked::new(Config {
+        aggregation: Aggregation::Model,
+        lr: 0.05,
+        local_steps: 3,
+        participation: 0.3,
+        init: InitScheme::Zeros,
+        optimizer: crate::common::trainer::Optimizer::Adam {
+            batch_size: 2,
+            lr_decay: 1.0,
+        },
+    })
+    .unwrap();
+    let client = super::FedAvgClient::from_config(&config);
+    let m = batches.num_clients();
+    let mut server = FedAvgServer::new(config, model, 1, vec![0; m], 4).unwrap();
+    let mut transport = if kept_only {
+        InProcess::sparse(client, batches, model, 4, threads).unwrap()
+    } else {
+        InProcess::new(vec![client; m], batches, model, 4, threads).unwrap()
+    };
+    fedcluster_sim::run(&mut server, &mut transport, 12, 4, |_| Ok(())).unwrap();
+    server.snapshot().replicas[0].models[0]
+        .iter()
+        .map(|v| v.to_bits())
+        .collect()
+}
+
+#[test]
+fn kept_only_halves_and_any_thread_count_give_the_same_bits() {
+    let (m, n, d) = (40, 5, 3);
+    let mut rng = stream(2, Purpose::ClientData, 0, 0);
+    let x: Vec<f32> = (0..m * n * d)
+        .map(|_| rand::Rng::random::<f32>(&mut rng) - 0.5)
+        .collect();
+    let y: Vec<f32> = (0..m * n)
+        .map(|_| rand::Rng::random::<f32>(&mut rng))
+        .collect();
+    let batches: Vec<fedcluster_core::Batch<'_>> = (0..m)
+        .map(|i| {
+            let rows = i * n..(i + 1) * n;
+            fedcluster_core::Batch::new(
+                &x[rows.start * d..rows.end * d],
+                fedcluster_core::Targets::Real(&y[rows]),
+                d,
+            )
+            .unwrap()
+        })
+        .collect();
+    let model = LinearRegression::new(d).unwrap();
+    let want = adam_run(false, 1, &batches, &model);
+    assert_eq!(adam_run(false, 2, &batches, &model), want);
+    assert_eq!(adam_run(true, 1, &batches, &model), want);
+    assert_eq!(adam_run(true, 2, &batches, &model), want);
 }

@@ -86,7 +86,7 @@ fn without_momentum_it_is_fedavg() {
     let plain = config(3, 1.0, 0.0);
     let mut fedavgm = FedAvgM::server(plain.clone(), &setup).unwrap();
     let client = FedAvgM::client(&plain);
-    let mut transport = InProcess::new(vec![client; 6], batches.clone(), &model, 1, 1).unwrap();
+    let mut transport = InProcess::new(vec![client; 6], &batches, &model, 1, 1).unwrap();
     run(&mut fedavgm, &mut transport, 20, 1, |_| Ok(())).unwrap();
     let fedavg_config = Checked::new(fedavg::Config {
         aggregation: crate::Aggregation::Model,
@@ -99,7 +99,7 @@ fn without_momentum_it_is_fedavg() {
     .unwrap();
     let mut fedavg = global::Global::server(fedavg_config.clone(), &setup).unwrap();
     let client = global::Global::client(&fedavg_config);
-    let mut transport = InProcess::new(vec![client; 6], batches, &model, 1, 1).unwrap();
+    let mut transport = InProcess::new(vec![client; 6], &batches, &model, 1, 1).unwrap();
     run(&mut fedavg, &mut transport, 20, 1, |_| Ok(())).unwrap();
     let (a, b) = (fedavgm.model(), fedavg.snapshot().replicas[0].models[0]);
     for (x, y) in a.iter().zip(b) {
@@ -114,7 +114,8 @@ fn one_client_one_local_step_is_heavy_ball_descent() {
     let (gamma, eta, beta) = (0.05f32, 0.8f32, 0.7f32);
     let c = config(1, eta, beta);
     let mut server = FedAvgM::server(c.clone(), &Setup::new(&model, 1, 1)).unwrap();
-    let mut transport = InProcess::new(vec![FedAvgM::client(&c)], vec![batch], &model, 1, 1).unwrap();
+    let batches = vec![batch];
+    let mut transport = InProcess::new(vec![FedAvgM::client(&c)], &batches, &model, 1, 1).unwrap();
     run(&mut server, &mut transport, 15, 1, |_| Ok(())).unwrap();
     // v ← β v + γ ∇f(w), w ← w − η v, from w = v = 0.
     let (mut w, mut v, mut g) = (vec![0.0f32; 5], vec![0.0f32; 5], vec![0.0f32; 5]);

@@ -54,7 +54,7 @@ fn separates_two_clusters(c: Config) {
     let batches: Vec<Batch<'_>> = data.train.iter().map(|c| c.batch(data.dim)).collect();
     let mut server = FedSoftServer::new(Checked::new(c.clone()).unwrap(), &model, batches.len(), 2);
     let client = FedSoftClient::new(&c);
-    let mut transport = InProcess::new(vec![client; batches.len()], batches, &model, 2, 0).unwrap();
+    let mut transport = InProcess::new(vec![client; batches.len()], &batches, &model, 2, 0).unwrap();
     run(&mut server, &mut transport, 200, 2, |_| Ok(())).unwrap();
     let snap = server.snapshot();
     let view = &snap.replicas[0];

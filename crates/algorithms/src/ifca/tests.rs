@@ -210,7 +210,7 @@ fn recovers_two_clusters_through_the_engine() {
     .unwrap();
     let mut server = IfcaServer::new(cfg, &model, m, 3);
     let client = IfcaClient::new(LocalStep::Gradient);
-    let mut transport = InProcess::new(vec![client; m], batches, &model, 3, 1).unwrap();
+    let mut transport = InProcess::new(vec![client; m], &batches, &model, 3, 1).unwrap();
     run(&mut server, &mut transport, 200, 3, |_| Ok(())).unwrap();
     let snap = server.snapshot();
     let best = &snap.replicas[snap.selected];

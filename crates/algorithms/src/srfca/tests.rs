@@ -60,7 +60,7 @@ fn drive(c: &Config, data: &FederatedData, rounds: usize, seed: u64) -> SrFcaSer
     )
     .unwrap();
     let clients = vec![SrFcaClient::new(c); batches.len()];
-    let mut transport = InProcess::new(clients, batches, &model, seed, 0).unwrap();
+    let mut transport = InProcess::new(clients, &batches, &model, seed, 0).unwrap();
     run(&mut server, &mut transport, rounds, seed, |_| Ok(())).unwrap();
     server
 }
@@ -126,7 +126,7 @@ fn no_group_within_lambda_is_a_clear_error() {
         SrFcaServer::new(Checked::new(c.clone()).unwrap(), &model, batches.len(), 4).unwrap();
     let mut transport = InProcess::new(
         vec![SrFcaClient::new(&c); batches.len()],
-        batches,
+        &batches,
         &model,
         4,
         0,

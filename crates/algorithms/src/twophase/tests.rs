@@ -80,7 +80,7 @@ fn drive(
     let model = LinearRegression::new(data.dim).unwrap();
     let batches: Vec<Batch<'_>> = data.train.iter().map(|c| c.batch(data.dim)).collect();
     let clients = vec![TwoPhaseClient::new(config); batches.len()];
-    let mut transport = InProcess::new(clients, batches, &model, seed, 0).unwrap();
+    let mut transport = InProcess::new(clients, &batches, &model, seed, 0).unwrap();
     run(&mut server, &mut transport, rounds, seed, |_| Ok(())).unwrap();
     let snap = server.snapshot();
     let truth = data.truth.params.as_ref().unwrap();

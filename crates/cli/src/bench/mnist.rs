@@ -82,7 +82,7 @@ pub(super) fn ifca_rotated_mnist_round(
 
     let client = ifca::Ifca::client(&config);
     let mut server = ifca::IfcaServer::new(config, &model, m, 1);
-    let mut transport = InProcess::new(vec![client; m], batches, &model, 1, threads)?;
+    let mut transport = InProcess::new(vec![client; m], &batches, &model, 1, threads)?;
     let times = timed_rounds(&mut server, &mut transport, 1, options.rounds)?;
     let (nf, d, h, c, tf) = (n as f64, data.dim as f64, hidden as f64, 10.0, tau as f64);
     let forward = 2.0 * nf * (d * h + h * c);

@@ -1,8 +1,10 @@
 //! `fedcluster bench`: timed rounds of the hot paths, with achieved FLOP/s
 //! against the machine's single-core f32 GEMM peak.
 
+mod many_clients;
 mod mnist;
 mod models;
+mod small_clients;
 mod synthetic;
 
 use anyhow::Result;
@@ -49,6 +51,14 @@ pub enum Benchmark {
     /// IFCA model averaging, MLP 784-200-10, rotated MNIST, (m, n) = (2400, 100), k = 4,
     /// tau = 10 (needs --data-dir).
     IfcaRotatedMnist,
+    /// The cross-device round: FedAvg (s = 5) of logistic regression 196 -> 10
+    /// over 100 of the 25,004 anchored-MNIST clients of 2 images, k = 4 rotations
+    /// (needs --data-dir); time per client against the round's arithmetic.
+    SmallClients,
+    /// 10,000,000 mixed-regression clients of 10 points (d = 100, k = 3),
+    /// generated when sampled; IFCA model averaging, 100 clients per round; set-up
+    /// time, time per round and peak memory.
+    ManyClients,
     /// One local SGD step of every network (MLP, cnn-cifar, cnn-femnist, ResNet9,
     /// char-LSTM) at the papers' sizes, native and ndarray backends, one thread.
     ModelSteps,
@@ -78,11 +88,15 @@ pub struct BenchReport {
     pub seconds_per_round: f64,
     /// Fastest round.
     pub best_round: f64,
+    /// Median round.
+    pub median_round: f64,
     /// Floating-point operations per round.
     pub flops_per_round: f64,
     /// Named parts of a round and the seconds each takes per round, where the
     /// benchmark measures them.
     pub split: Vec<(String, f64)>,
+    /// Further named measurements (clients per second, peak memory, set-up).
+    pub extra: Vec<(String, String)>,
 }
 
 impl BenchReport {
@@ -112,6 +126,8 @@ fn run_round_bench(benchmark: Benchmark, options: BenchOptions) -> Result<BenchR
             synthetic::ifca_synthetic_round(benchmark, options, 100, 2, 10)
         }
         Benchmark::IfcaRotatedMnist => mnist::ifca_rotated_mnist_round(benchmark, &options),
+        Benchmark::SmallClients => small_clients::small_clients_round(benchmark, &options),
+        Benchmark::ManyClients => many_clients::many_clients_round(benchmark, &options),
         Benchmark::ModelSteps => unreachable!("handled by run_bench"),
     }
 }
@@ -147,8 +163,10 @@ impl BenchReport {
             rounds: times.len(),
             seconds_per_round: times.iter().sum::<f64>() / times.len().max(1) as f64,
             best_round: times.iter().copied().fold(f64::INFINITY, f64::min),
+            median_round: median(times),
             flops_per_round: flops,
             split: Vec::new(),
+            extra: Vec::new(),
         }
     }
 
@@ -166,10 +184,19 @@ impl BenchReport {
             rounds: times.len(),
             seconds_per_round: times.iter().sum::<f64>() / times.len().max(1) as f64,
             best_round: times.iter().copied().fold(f64::INFINITY, f64::min),
+            median_round: median(times),
             flops_per_round,
             split: Vec::new(),
+            extra: Vec::new(),
         }
     }
+}
+
+/// The median of `times` (the upper one of an even count); 0 for none.
+fn median(times: &[f64]) -> f64 {
+    let mut sorted = times.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    sorted.get(sorted.len() / 2).copied().unwrap_or(0.0)
 }
 
 /// The thread count `threads` stands for (0: one per core).

@@ -48,8 +48,8 @@ pub(super) fn ifca_synthetic_round(
     let threads = resolve_threads(options.threads);
     let client = ifca::Ifca::client(&config);
     let mut server = ifca::IfcaServer::new(config, &model, m, 1);
-    let batches = data.train.iter().map(|c| c.batch(d)).collect();
-    let mut transport = InProcess::new(vec![client; m], batches, &model, 1, threads)?;
+    let batches: Vec<_> = data.train.iter().map(|c| c.batch(d)).collect();
+    let mut transport = InProcess::new(vec![client; m], &batches, &model, 1, threads)?;
     let times = timed_rounds(&mut server, &mut transport, 2, options.rounds)?;
     // Per client and restart: k forward passes for the assignment, one backward
     // pass (as many flops as a forward) for the gradient.

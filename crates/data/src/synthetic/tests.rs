@@ -2,6 +2,8 @@
 //! noise level, cluster frequencies and spec validation.
 
 use super::*;
+use crate::Task;
+use fedcluster_core::ShardBuf;
 use fedcluster_core::params::norm;
 
 fn ifca_spec() -> IfcaSyntheticSpec {
@@ -381,4 +383,66 @@ fn mixed_validation_names_the_field() {
         ..s()
     };
     assert!(mixed_regression(&ok, 0).is_ok());
+}
+
+/// Every client of `generated`'s view, produced into one reused buffer,
+/// against the stored data set: the same samples, bit for bit.
+fn assert_generated_matches_stored(generated: GeneratedData) {
+    let stored = generated.clone().materialize();
+    let view = generated.view();
+    let bits = |x: &[f32]| x.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+    let mut buf = ShardBuf::default();
+    for (shards, clients) in [(&view.train, &stored.train), (&view.test, &stored.test)] {
+        assert_eq!(shards.num_clients(), clients.len());
+        // Backwards, so a client's samples cannot depend on the previous one.
+        for i in (0..clients.len()).rev() {
+            let batch = shards.batch(i, &mut buf);
+            let want = clients[i].batch(stored.dim);
+            assert_eq!(shards.samples(i), want.len(), "client {i}");
+            assert_eq!(bits(batch.x), bits(want.x), "client {i}");
+            match (batch.y, want.y) {
+                (fedcluster_core::Targets::Real(a), fedcluster_core::Targets::Real(b)) => {
+                    assert_eq!(bits(a), bits(b), "client {i}")
+                }
+                _ => panic!("regression targets expected"),
+            }
+        }
+    }
+    assert_eq!(view.truth, &stored.truth);
+    assert_eq!(view.dim, stored.dim);
+}
+
+#[test]
+fn clients_generated_on_demand_are_the_stored_clients() {
+    assert_generated_matches_stored(ifca_synthetic_on_demand(&ifca_spec(), 5).unwrap());
+    let mut spec = mixed_spec();
+    spec.client_sizes = vec![
+        ClientGroup {
+            count: 4,
+            points: 3,
+        },
+        ClientGroup {
+            count: 3,
+            points: 9,
+        },
+    ];
+    let generated = mixed_regression_on_demand(&spec, 7).unwrap();
+    assert_eq!(generated.view().train.samples(3), 3);
+    assert_eq!(generated.view().train.samples(4), 9);
+    assert_generated_matches_stored(generated);
+    // The stored generators are the materialised on-demand ones.
+    assert_eq!(
+        mixed_regression(&spec, 7).unwrap(),
+        mixed_regression_on_demand(&spec, 7).unwrap().materialize()
+    );
+}
+
+#[test]
+fn stored_bytes_count_train_and_test_samples_with_their_targets() {
+    let spec = ifca_spec();
+    let want = (spec.clients * (spec.points_per_client + spec.test_points_per_client))
+        * (spec.dim + 1)
+        * 4;
+    let generated = ifca_synthetic_on_demand(&spec, 1).unwrap();
+    assert_eq!(generated.stored_bytes(), want as u128);
 }

@@ -5,7 +5,7 @@
 //! from a random start and the oracle (Phase 2 from the true parameters).
 
 use fedcluster_core::params::dist;
-use fedcluster_data::FederatedData;
+use fedcluster_data::DataView;
 
 use super::Protocol;
 use crate::reproduce::harness::{
@@ -31,7 +31,7 @@ fn setting(key: &str, label: &str, groups: &str, probs: [f64; 3], paper: &str) -
 
 /// `Δ`, the smallest distance between two true models: the two-phase
 /// method's grouping radius is `Δ/2`.
-fn separation(data: &FederatedData) -> Vec<String> {
+fn separation(data: &DataView<'_>) -> Vec<String> {
     let Some(truth) = data.truth.params.as_ref() else {
         return Vec::new();
     };

@@ -13,11 +13,11 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use fedcluster_data::FederatedData;
+use fedcluster_data::DataSet;
 use fedcluster_sim::EngineError;
 
 use crate::config::RunConfig;
-use crate::experiment::{build_data, build_model, execute_with};
+use crate::experiment::{build_data_set, build_model, execute_with};
 
 pub(crate) use spec::config_file;
 pub use spec::{
@@ -175,8 +175,9 @@ pub fn run(exp: &Experiment, o: &RunOptions) -> Result<String> {
         let config = grid.config(&cell).with_context(|| label.clone())?;
         let data = grid.data(&config).with_context(|| label.clone())?;
         let rounds = config.rounds;
-        let model = build_model(&config, data).with_context(|| label.clone())?;
-        let outcome = execute_with(&config, data, model.as_ref(), &mut |p| {
+        let data = data.view();
+        let model = build_model(&config, &data).with_context(|| label.clone())?;
+        let outcome = execute_with(&config, &data, model.as_ref(), &mut |p| {
             bar.set_message(format!("{label} · round {}/{rounds}", p.round + 1));
         });
         let dir = exp.run_dir(&o.out, &cell);
@@ -198,7 +199,7 @@ struct Grid<'e> {
     threads: usize,
     /// The last data set, keyed by its config section and seed: the methods
     /// of one (setting, seed) usually share it.
-    data: Option<(String, FederatedData)>,
+    data: Option<(String, DataSet)>,
 }
 
 impl Grid<'_> {
@@ -218,11 +219,11 @@ impl Grid<'_> {
     }
 
     /// The data set of `config`.
-    fn data(&mut self, config: &RunConfig) -> Result<&FederatedData> {
+    fn data(&mut self, config: &RunConfig) -> Result<&DataSet> {
         let key = format!("{}seed = {}", toml::to_string(&config.data)?, config.seed);
         if self.data.as_ref().is_none_or(|(k, _)| *k != key) {
             self.data = None; // free the last one before building the next
-            self.data = Some((key, build_data(config)?));
+            self.data = Some((key, build_data_set(config)?));
         }
         Ok(&self.data.as_ref().expect("just built").1)
     }
@@ -234,7 +235,7 @@ impl Grid<'_> {
         let Some(derive) = self.exp.from_data else {
             return Ok(config);
         };
-        let derived = derive(self.data(&config)?);
+        let derived = derive(&self.data(&config)?.view());
         self.exp.config(cell, &derived, self.threads)
     }
 }

@@ -2,7 +2,7 @@
 //! paper's numbers and a config file with overrides), its seeds, the tables
 //! and plots of its report. Data only; [`super::run`] does the rest.
 
-use fedcluster_data::FederatedData;
+use fedcluster_data::DataView;
 use fedcluster_sim::record::RoundRecord;
 
 /// A paper experiment as data.
@@ -25,7 +25,7 @@ pub struct Experiment {
     pub overrides: Vec<String>,
     /// Overrides computed from each (setting, seed)'s data set, applied to
     /// every method after the others (usually as `key?=value`).
-    pub from_data: Option<fn(&FederatedData) -> Vec<String>>,
+    pub from_data: Option<fn(&DataView<'_>) -> Vec<String>>,
     /// The report's tables.
     pub tables: Vec<Table>,
     /// The report's plots.
