@@ -50,32 +50,35 @@ pub const STORE_SYNTHETIC_UP_TO_BYTES: u128 = 1 << 30;
 /// The configured data set: stored, or, for a synthetic one larger than
 /// [`STORE_SYNTHETIC_UP_TO_BYTES`], generated on demand.
 pub fn build_data_set(config: &RunConfig) -> Result<DataSet> {
-    let generated = match &config.data {
-        DataConfig::IfcaSynthetic(spec) => {
-            fedcluster_data::ifca_synthetic_on_demand(spec, config.seed)
+    Ok(match generate(config)? {
+        DataSet::Generated(g) if g.stored_bytes() > STORE_SYNTHETIC_UP_TO_BYTES => {
+            DataSet::Generated(g)
         }
-        DataConfig::MixedRegression(spec) => {
-            fedcluster_data::mixed_regression_on_demand(spec, config.seed)
-        }
-        _ => return Ok(DataSet::Stored(build_data(config)?)),
-    }
-    .context("cannot build the data set")?;
-    if generated.stored_bytes() > STORE_SYNTHETIC_UP_TO_BYTES {
-        return Ok(DataSet::Generated(generated));
-    }
-    let data = generated.materialize();
-    data.validate().context("the data set is malformed")?;
-    Ok(DataSet::Stored(data))
+        DataSet::Generated(g) => DataSet::Stored(validated(g.materialize())?),
+        DataSet::Stored(data) => DataSet::Stored(validated(data)?),
+    })
 }
 
 /// Generates the configured data set, every client stored.
 pub fn build_data(config: &RunConfig) -> Result<FederatedData> {
-    let data = match &config.data {
+    validated(match generate(config)? {
+        DataSet::Generated(g) => g.materialize(),
+        DataSet::Stored(data) => data,
+    })
+}
+
+/// The configured data set, its synthetic clients not generated yet.
+fn generate(config: &RunConfig) -> Result<DataSet> {
+    let stored = match &config.data {
         DataConfig::IfcaSynthetic(spec) => {
-            fedcluster_data::synthetic::ifca_synthetic(spec, config.seed)
+            return fedcluster_data::ifca_synthetic_on_demand(spec, config.seed)
+                .map(DataSet::Generated)
+                .context("cannot build the data set");
         }
         DataConfig::MixedRegression(spec) => {
-            fedcluster_data::synthetic::mixed_regression(spec, config.seed)
+            return fedcluster_data::mixed_regression_on_demand(spec, config.seed)
+                .map(DataSet::Generated)
+                .context("cannot build the data set");
         }
         DataConfig::Mnist(spec) => {
             let mnist = fedcluster_data::load_mnist(mnist_dir(&spec.data_dir)?)?;
@@ -98,6 +101,11 @@ pub fn build_data(config: &RunConfig) -> Result<FederatedData> {
         }
     }
     .context("cannot build the data set")?;
+    Ok(DataSet::Stored(stored))
+}
+
+/// `data`, once it has passed [`FederatedData::validate`].
+fn validated(data: FederatedData) -> Result<FederatedData> {
     data.validate().context("the data set is malformed")?;
     Ok(data)
 }

@@ -32,24 +32,16 @@ pub struct ShardBuf {
     pub x: Vec<f32>,
     /// Real targets (regression).
     pub real: Vec<f32>,
-    /// Class targets (classification).
-    pub class: Vec<u32>,
 }
 
 impl ShardBuf {
     /// The buffer as a regression batch of `n` samples of `dim` features,
     /// both resized (without shrinking capacity) for the caller to fill.
+    /// (Only regression sets are produced on demand so far.)
     pub fn real_parts(&mut self, n: usize, dim: usize) -> (&mut [f32], &mut [f32]) {
         self.x.resize(n * dim, 0.0);
         self.real.resize(n, 0.0);
         (&mut self.x, &mut self.real)
-    }
-
-    /// The buffer as a classification batch of `n` samples of `dim` features.
-    pub fn class_parts(&mut self, n: usize, dim: usize) -> (&mut [f32], &mut [u32]) {
-        self.x.resize(n * dim, 0.0);
-        self.class.resize(n, 0);
-        (&mut self.x, &mut self.class)
     }
 
     /// The regression batch last written by [`ShardBuf::real_parts`].
@@ -57,15 +49,6 @@ impl ShardBuf {
         Batch {
             x: &self.x,
             y: Targets::Real(&self.real),
-            dim,
-        }
-    }
-
-    /// The classification batch last written by [`ShardBuf::class_parts`].
-    pub fn class_batch(&self, dim: usize) -> Batch<'_> {
-        Batch {
-            x: &self.x,
-            y: Targets::Class(&self.class),
             dim,
         }
     }

@@ -83,13 +83,4 @@ impl DataSet {
             DataSet::Generated(data) => data.view(),
         }
     }
-
-    /// Every client in memory (generating them all if they are produced on
-    /// demand): for the networked mode, which hands clients their own data.
-    pub fn into_stored(self) -> FederatedData {
-        match self {
-            DataSet::Stored(data) => data,
-            DataSet::Generated(data) => data.materialize(),
-        }
-    }
 }

@@ -231,11 +231,11 @@ fn evaluate(view: &ReplicaView<'_>, test: &TestSet<'_>) -> Evaluation {
     let per_client: Vec<(f64, Option<usize>, usize, usize)> = (0..test.clients.num_clients())
         .into_par_iter()
         .map_init(Scratch::default, |Scratch(ws, buf), i| {
-            let batch = &test.clients.batch(i, buf);
+            let batch = test.clients.batch(i, buf);
             let losses: Vec<f64> = view
                 .models
                 .iter()
-                .map(|m| test.model.loss(m, *batch, ws))
+                .map(|m| test.model.loss(m, batch, ws))
                 .collect();
             let pick = match test.pick {
                 TestPick::LowestLoss => argmin_f64(&losses),
@@ -244,7 +244,7 @@ fn evaluate(view: &ReplicaView<'_>, test: &TestSet<'_>) -> Evaluation {
                         .models
                         .iter()
                         .map(|m| {
-                            let correct = test.model.count_correct(m, *batch, ws).unwrap_or(0);
+                            let correct = test.model.count_correct(m, batch, ws).unwrap_or(0);
                             (batch.len() - correct) as f64
                         })
                         .collect();
@@ -252,10 +252,10 @@ fn evaluate(view: &ReplicaView<'_>, test: &TestSet<'_>) -> Evaluation {
                 }
             };
             let params = view.models[pick];
-            let loss = test.model.loss(params, *batch, ws);
+            let loss = test.model.loss(params, batch, ws);
             (
                 loss,
-                test.model.count_correct(params, *batch, ws),
+                test.model.count_correct(params, batch, ws),
                 batch.len(),
                 pick,
             )

@@ -120,13 +120,15 @@ impl<C: Clone> Halves<C> {
             kept.extend(out.drain(..));
         }
     }
+}
 
-    fn len(&self, num_clients: usize) -> usize {
-        match self {
-            Halves::Dense(halves) => halves.len(),
-            Halves::Sparse { .. } => num_clients,
-        }
-    }
+/// What every client of the federation shares: the data, the model and the
+/// run's seed.
+#[derive(Clone, Copy)]
+struct Shared<'a> {
+    data: &'a dyn Shards,
+    model: &'a dyn Model,
+    seed: u64,
 }
 
 /// One pool thread's scratch: the model's workspace and the buffer a produced
@@ -144,9 +146,7 @@ struct Slot {
 /// that buffer, and its stream is built on the stack.
 pub struct InProcess<'a, C> {
     halves: Halves<C>,
-    data: &'a dyn Shards,
-    model: &'a dyn Model,
-    seed: u64,
+    env: Shared<'a>,
     pool: rayon::ThreadPool,
     /// One slot per pool thread, reused across clients and rounds.
     slots: Vec<Mutex<Slot>>,
@@ -220,9 +220,7 @@ impl<'a, C: Clone> InProcess<'a, C> {
             .collect();
         Ok(Self {
             halves,
-            data,
-            model,
-            seed,
+            env: Shared { data, model, seed },
             pool,
             slots,
         })
@@ -231,24 +229,19 @@ impl<'a, C: Clone> InProcess<'a, C> {
 
 /// Client `id` handles `msg` with its data, its stream for the round and the
 /// thread's slot.
-#[allow(clippy::too_many_arguments)]
 fn handle_one<C: ClientHalf>(
     ctx: &RoundCtx,
-    id: ClientId,
-    client: &mut C,
-    msg: &C::Down,
-    data: &dyn Shards,
-    model: &dyn Model,
-    seed: u64,
+    (id, client, msg): (ClientId, &mut C, &C::Down),
+    shared: Shared<'_>,
     slot: &mut Slot,
 ) -> Result<C::Up, EngineError> {
     let Slot { ws, buf } = slot;
     let mut env = ClientEnv {
         id,
         round: ctx.round,
-        data: data.batch(id, buf),
-        model,
-        rng: stream(seed, Purpose::Client, ctx.round as u64, id as u64),
+        data: shared.data.batch(id, buf),
+        model: shared.model,
+        rng: stream(shared.seed, Purpose::Client, ctx.round as u64, id as u64),
         ws,
     };
     client
@@ -273,14 +266,15 @@ where
         deliver: &mut dyn FnMut(ClientId, Up) -> Result<(), EngineError>,
     ) -> Result<(), EngineError> {
         check_plan(ctx, plan, self.num_clients())?;
-        let (data, model, seed) = (self.data, self.model, self.seed);
+        let shared = self.env;
         let (pool, slots) = (&self.pool, &mut self.slots);
         let mut work = self.halves.work(plan);
         let result = if slots.len() == 1 {
             // One thread: no pool hand-off, replies delivered as they come.
             let slot = slots[0].get_mut().unwrap_or_else(|e| e.into_inner());
-            work.into_iter().try_for_each(|(id, client, msg)| {
-                let up = handle_one(ctx, id, client, msg, data, model, seed, slot)?;
+            work.into_iter().try_for_each(|job| {
+                let id = job.0;
+                let up = handle_one(ctx, job, shared, slot)?;
                 deliver(id, up)
             })
         } else {
@@ -293,12 +287,12 @@ where
                 let replies: Vec<Result<(ClientId, Up), EngineError>> = pool.install(|| {
                     batch
                         .into_par_iter()
-                        .map(|(id, client, msg)| {
+                        .map(|job| {
                             // Each pool thread owns one slot: the lock is never contended.
                             let at = rayon::current_thread_index().unwrap_or(0) % slots.len();
                             let mut slot = slots[at].lock().unwrap_or_else(|e| e.into_inner());
-                            handle_one(ctx, id, client, msg, data, model, seed, &mut slot)
-                                .map(|up| (id, up))
+                            let id = job.0;
+                            handle_one(ctx, job, shared, &mut slot).map(|up| (id, up))
                         })
                         .collect()
                 });
@@ -313,6 +307,6 @@ where
     }
 
     fn num_clients(&self) -> usize {
-        self.halves.len(self.data.num_clients())
+        self.env.data.num_clients()
     }
 }

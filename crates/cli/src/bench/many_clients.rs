@@ -14,12 +14,12 @@ use std::time::Instant;
 
 use anyhow::Result;
 
-use fedcluster_algorithms::{Aggregation, Algorithm, Checked, InitScheme, ifca};
+use fedcluster_algorithms::{Aggregation, Algorithm, Checked, ifca};
 use fedcluster_data::{ClientGroup, MixedRegressionSpec, mixed_regression_on_demand};
 use fedcluster_models::LinearRegression;
 use fedcluster_sim::InProcess;
 
-use super::{BenchOptions, BenchReport, Benchmark, resolve_threads, timed_rounds};
+use super::{BenchOptions, BenchReport, Benchmark, ifca_config, resolve_threads, timed_rounds};
 
 /// Clients in the federation.
 const CLIENTS: usize = 10_000_000;
@@ -48,17 +48,8 @@ pub(super) fn many_clients_round(
     let view = data.view();
     let model = LinearRegression::new(d)?;
     let config = Checked::new(ifca::Config {
-        clusters: k,
-        aggregation: Aggregation::Model,
-        lr: 0.01.into(),
-        local_steps: steps,
         participation: PARTICIPANTS as f64 / CLIENTS as f64,
-        restarts: 1,
-        init: InitScheme::Model,
-        stable_rounds: 0,
-        weight_sharing: false,
-        momentum: 0.0,
-        optimizer: Default::default(),
+        ..ifca_config(k, Aggregation::Model, 0.01, steps)
     })?;
     let threads = resolve_threads(options.threads);
     let client = ifca::Ifca::client(&config);
@@ -96,7 +87,7 @@ pub(super) fn many_clients_round(
 }
 
 /// The process's peak resident set (`VmHWM`), MiB; Linux only.
-pub(super) fn peak_rss_mib() -> Option<f64> {
+fn peak_rss_mib() -> Option<f64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
     let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;

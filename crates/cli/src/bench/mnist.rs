@@ -11,13 +11,13 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 
-use fedcluster_algorithms::{Aggregation, Algorithm, Checked, InitScheme, ifca};
+use fedcluster_algorithms::{Aggregation, Algorithm, Checked, ifca};
 use fedcluster_core::{Model, Purpose, Workspace, stream};
 use fedcluster_data::{MnistClustersSpec, Transform, load_mnist, mnist_clusters};
 use fedcluster_models::Mlp;
 use fedcluster_sim::InProcess;
 
-use super::{BenchOptions, BenchReport, Benchmark, resolve_threads, timed_rounds};
+use super::{BenchOptions, BenchReport, Benchmark, ifca_config, resolve_threads, timed_rounds};
 
 /// One IFCA round at the paper's size, with its assignment/training split.
 pub(super) fn ifca_rotated_mnist_round(
@@ -43,19 +43,7 @@ pub(super) fn ifca_rotated_mnist_round(
     };
     let data = mnist_clusters(&load_mnist(dir)?, &spec, 1)?;
     let model = Mlp::new(data.dim, hidden, 10)?;
-    let config = Checked::new(ifca::Config {
-        clusters: k,
-        aggregation: Aggregation::Model,
-        lr: lr.into(),
-        local_steps: tau,
-        participation: 1.0,
-        restarts: 1,
-        init: InitScheme::Model,
-        stable_rounds: 0,
-        weight_sharing: false,
-        momentum: 0.0,
-        optimizer: Default::default(),
-    })?;
+    let config = Checked::new(ifca_config(k, Aggregation::Model, lr, tau))?;
     let threads = resolve_threads(options.threads);
     let batches: Vec<_> = data.train.iter().map(|c| c.batch(data.dim)).collect();
 

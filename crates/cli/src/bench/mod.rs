@@ -192,6 +192,31 @@ impl BenchReport {
     }
 }
 
+/// IFCA with `clusters` models trained by `local_steps` steps of `lr` (one
+/// gradient with gradient averaging), one restart, full participation, models
+/// initialised as the model does and none of the options (stable identities,
+/// weight sharing, momentum): what each benchmark adjusts.
+fn ifca_config(
+    clusters: usize,
+    aggregation: fedcluster_algorithms::Aggregation,
+    lr: f32,
+    local_steps: usize,
+) -> fedcluster_algorithms::ifca::Config {
+    fedcluster_algorithms::ifca::Config {
+        clusters,
+        aggregation,
+        lr: lr.into(),
+        local_steps,
+        participation: 1.0,
+        restarts: 1,
+        init: fedcluster_algorithms::InitScheme::Model,
+        stable_rounds: 0,
+        weight_sharing: false,
+        momentum: 0.0,
+        optimizer: Default::default(),
+    }
+}
+
 /// The median of `times` (the upper one of an even count); 0 for none.
 fn median(times: &[f64]) -> f64 {
     let mut sorted = times.to_vec();

@@ -16,6 +16,8 @@ use fedcluster_data::{MnistAnchoredSpec, Transform, load_mnist, mnist_anchored};
 use fedcluster_models::LogisticRegression;
 use fedcluster_sim::InProcess;
 
+use crate::experiment::algorithm_field;
+
 use super::{BenchOptions, BenchReport, Benchmark, resolve_threads, timed_rounds};
 
 /// Clients per round.
@@ -58,10 +60,10 @@ pub(super) fn small_clients_round(
     let threads = resolve_threads(options.threads);
     let setup = fedcluster_algorithms::Setup::new(&model, m, 1);
     let client = global::Global::client(&config);
-    let mut server = global::Global::server(config, &setup)
-        .map_err(|e| anyhow::anyhow!("{}: {}", e.field, e.message))?;
-    let batches: Vec<_> = data.train.iter().map(|c| c.batch(data.dim)).collect();
-    let mut transport = InProcess::new(vec![client; m], &batches, &model, 1, threads)?;
+    let mut server = global::Global::server(config, &setup).map_err(algorithm_field)?;
+    // The clients as `fedcluster run` holds them.
+    let view = data.view();
+    let mut transport = InProcess::with_prototype(client, view.train.as_ref(), &model, 1, threads)?;
     let times = timed_rounds(&mut server, &mut transport, 5, options.rounds)?;
     // Per client and step: forward and backward of 2 images (3 forward passes'
     // worth), plus the loss at the start.

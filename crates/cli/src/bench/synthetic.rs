@@ -9,7 +9,7 @@ use fedcluster_data::synthetic::{IfcaSyntheticSpec, ifca_synthetic};
 use fedcluster_models::LinearRegression;
 use fedcluster_sim::InProcess;
 
-use super::{BenchOptions, BenchReport, Benchmark, resolve_threads, timed_rounds};
+use super::{BenchOptions, BenchReport, Benchmark, ifca_config, resolve_threads, timed_rounds};
 
 /// `m` clients of 100 points, `k` clusters, `restarts` replicas side by side.
 pub(super) fn ifca_synthetic_round(
@@ -33,17 +33,9 @@ pub(super) fn ifca_synthetic_round(
     let data = ifca_synthetic(&spec, 1)?;
     let model = LinearRegression::new(d)?;
     let config = Checked::new(ifca::Config {
-        clusters: k,
-        aggregation: Aggregation::Gradient,
-        lr: 0.1.into(),
-        local_steps: 1,
-        participation: 1.0,
         restarts,
         init: InitScheme::Bernoulli { norm: None },
-        stable_rounds: 0,
-        weight_sharing: false,
-        momentum: 0.0,
-        optimizer: Default::default(),
+        ..ifca_config(k, Aggregation::Gradient, 0.1, 1)
     })?;
     let threads = resolve_threads(options.threads);
     let client = ifca::Ifca::client(&config);

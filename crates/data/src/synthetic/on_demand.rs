@@ -56,6 +56,21 @@ impl Sizes {
         }
     }
 
+    /// Samples of all clients together.
+    pub fn total_points(&self) -> u128 {
+        match self {
+            Sizes::Uniform { clients, points } => *clients as u128 * *points as u128,
+            Sizes::Groups(groups) => {
+                let starts = std::iter::once(0).chain(groups.iter().map(|g| g.0));
+                groups
+                    .iter()
+                    .zip(starts)
+                    .map(|(&(end, points), start)| (end - start) as u128 * points as u128)
+                    .sum()
+            }
+        }
+    }
+
     /// Samples of client `i`.
     pub fn of(&self, i: usize) -> usize {
         match self {
@@ -108,27 +123,8 @@ impl GeneratedData {
 
     /// Bytes the training and test samples would take in memory.
     pub fn stored_bytes(&self) -> u128 {
-        let m = self.sizes.clients() as u128;
-        let train: u128 = match &self.sizes {
-            Sizes::Uniform { clients, points } => (*clients * *points) as u128,
-            Sizes::Groups(groups) => {
-                let mut start = 0;
-                groups
-                    .iter()
-                    .map(|&(end, points)| {
-                        let n = (end - start) as u128 * points as u128;
-                        start = end;
-                        n
-                    })
-                    .sum()
-            }
-        };
-        (train + m * self.test_points as u128) * (self.dim as u128 + 1) * 4
-    }
-
-    /// The ground truth.
-    pub fn truth(&self) -> &GroundTruth {
-        &self.truth
+        let tests = self.sizes.clients() as u128 * self.test_points as u128;
+        (self.sizes.total_points() + tests) * (self.dim as u128 + 1) * 4
     }
 
     fn params(&self) -> &[Vec<f32>] {
