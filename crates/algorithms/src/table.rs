@@ -81,6 +81,40 @@ impl<'a> Setup<'a> {
         }
     }
 
+    /// Checks, before the server allocates them, that `clusters` cluster
+    /// models (`replicas` times over) fit this setup: at most one cluster per
+    /// client, and at most [`fedcluster_core::limits::MAX_MODEL_VALUES`]
+    /// coordinates in all. Errors name `field`.
+    pub fn check_models(
+        &self,
+        field: &str,
+        clusters: usize,
+        replicas: usize,
+    ) -> Result<(), FieldError> {
+        if clusters > self.num_clients {
+            return Err(FieldError::new(
+                field,
+                format!(
+                    "{clusters} clusters for {} clients: at most one cluster per client",
+                    self.num_clients
+                ),
+            ));
+        }
+        let values = clusters as u128 * replicas as u128 * self.model.num_params() as u128;
+        let what = format!(
+            "{replicas} replica(s) x {clusters} clusters x {} parameters, model values held",
+            self.model.num_params()
+        );
+        match fedcluster_core::limits::exceeds(
+            &what,
+            values,
+            fedcluster_core::limits::MAX_MODEL_VALUES,
+        ) {
+            Some(why) => Err(FieldError::new(field, why)),
+            None => Ok(()),
+        }
+    }
+
     /// The true clusters, or an error on `field` naming what needs them.
     pub fn require_true_clusters(
         &self,

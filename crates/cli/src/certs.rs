@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
 
 /// Files written by [`generate`].
@@ -21,17 +21,37 @@ pub const FILES: [&str; 6] = [
 /// Writes a CA (`ca.pem`, `ca.key`), a coordinator certificate valid for
 /// `server_names` (DNS names or IP addresses; `server.pem`, `server.key`)
 /// and a client certificate (`client.pem`, `client.key`) into `dir`. Keys are
-/// written readable by the owner only.
-pub fn generate(dir: &Path, server_names: &[String]) -> Result<()> {
+/// written readable by the owner only. Existing files are refused unless
+/// `overwrite` (a replaced CA invalidates every certificate it signed);
+/// everything is generated before the first file is written, and each file
+/// is written under a temporary name and renamed.
+pub fn generate(dir: &Path, server_names: &[String], overwrite: bool) -> Result<()> {
+    if !overwrite && let Some(name) = FILES.iter().find(|f| dir.join(f).exists()) {
+        bail!(
+            "{} already exists: replacing the CA invalidates every certificate it signed; \
+             pass --overwrite to replace it or choose another --out",
+            dir.join(name).display()
+        );
+    }
+    let files = pem_files(server_names)?;
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    for (name, text) in &files {
+        write(dir, name, text, name.ends_with(".key"))?;
+    }
+    Ok(())
+}
+
+/// The PEM text of every file of [`FILES`], in that order.
+fn pem_files(server_names: &[String]) -> Result<Vec<(String, String)>> {
+    let mut files = Vec::new();
     let ca_key = KeyPair::generate()?;
     let mut ca = CertificateParams::new(Vec::<String>::new())?;
     ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
     ca.distinguished_name
         .push(DnType::CommonName, "fedcluster private CA");
     let ca_cert = ca.self_signed(&ca_key)?;
-    write(dir, "ca.pem", &ca_cert.pem(), false)?;
-    write(dir, "ca.key", &ca_key.serialize_pem(), true)?;
+    files.push(("ca.pem".to_string(), ca_cert.pem()));
+    files.push(("ca.key".to_string(), ca_key.serialize_pem()));
     let issuer = Issuer::new(ca, ca_key);
     for (name, sans) in [
         ("server", server_names.to_vec()),
@@ -44,22 +64,24 @@ pub fn generate(dir: &Path, server_names: &[String]) -> Result<()> {
             .distinguished_name
             .push(DnType::CommonName, format!("fedcluster {name}"));
         let cert = params.signed_by(&key, &issuer)?;
-        write(dir, &format!("{name}.pem"), &cert.pem(), false)?;
-        write(dir, &format!("{name}.key"), &key.serialize_pem(), true)?;
+        files.push((format!("{name}.pem"), cert.pem()));
+        files.push((format!("{name}.key"), key.serialize_pem()));
     }
-    Ok(())
+    Ok(files)
 }
 
 fn write(dir: &Path, name: &str, text: &str, secret: bool) -> Result<()> {
     let path = dir.join(name);
-    std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
+    let temporary = dir.join(format!(".{name}.partial"));
+    std::fs::write(&temporary, text)
+        .with_context(|| format!("cannot write {}", temporary.display()))?;
     #[cfg(unix)]
     if secret {
         use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))
-            .with_context(|| format!("cannot restrict {}", path.display()))?;
+        std::fs::set_permissions(&temporary, std::fs::Permissions::from_mode(0o600))
+            .with_context(|| format!("cannot restrict {}", temporary.display()))?;
     }
     #[cfg(not(unix))]
     let _ = secret;
-    Ok(())
+    std::fs::rename(&temporary, &path).with_context(|| format!("cannot write {}", path.display()))
 }

@@ -8,7 +8,9 @@ use serde::{Deserialize, Serialize};
 
 pub use crate::model::ModelConfig;
 pub use fedcluster_algorithms::AlgorithmConfig;
+use fedcluster_algorithms::common::checked::at_most;
 use fedcluster_algorithms::{Algorithm, FieldError, VisitType};
+use fedcluster_core::limits;
 
 /// A whole experiment.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -125,10 +127,10 @@ impl RunConfig {
         Ok(config)
     }
 
-    /// Reads and parses a config file.
+    /// Reads and parses a config file (at most
+    /// [`limits::MAX_CONFIG_BYTES`]).
     pub fn load(path: &Path, overrides: &[String]) -> Result<Self> {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read config {}", path.display()))?;
+        let text = read_config_text(path)?;
         Self::parse(&text, overrides, &path.display().to_string())
     }
 
@@ -140,6 +142,19 @@ impl RunConfig {
     fn validate(&self) -> Result<(), FieldError> {
         if self.rounds == 0 {
             return Err(FieldError::new("rounds", "must be at least 1, got 0"));
+        }
+        at_most("rounds", self.rounds, limits::MAX_ROUNDS)?;
+        at_most("threads", self.threads, limits::MAX_THREADS)?;
+        if let Some((i, r)) = self
+            .eval_at
+            .iter()
+            .enumerate()
+            .find(|(_, r)| **r == 0 || **r > self.rounds)
+        {
+            return Err(FieldError::new(
+                format!("eval_at[{i}]"),
+                format!("round {r} is not among the rounds 1..={}", self.rounds),
+            ));
         }
         match &self.data {
             DataConfig::IfcaSynthetic(s) => s.validate(),
@@ -158,6 +173,32 @@ impl RunConfig {
         })?;
         self.algorithm.validate().map_err(|e| e.within("algorithm"))
     }
+}
+
+/// The text of the config file at `path`, refused past
+/// [`limits::MAX_CONFIG_BYTES`] without reading further.
+fn read_config_text(path: &Path) -> Result<String> {
+    use std::io::Read as _;
+    let context = || format!("cannot read config {}", path.display());
+    let file = std::fs::File::open(path).with_context(context)?;
+    let mut bytes = Vec::new();
+    file.take(limits::MAX_CONFIG_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .with_context(context)?;
+    if bytes.len() as u64 > limits::MAX_CONFIG_BYTES {
+        bail!(
+            "config {}: larger than {} bytes, the most a config may hold",
+            path.display(),
+            limits::MAX_CONFIG_BYTES
+        );
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        anyhow!(
+            "config {}: not UTF-8 text (invalid byte at offset {})",
+            path.display(),
+            e.utf8_error().valid_up_to()
+        )
+    })
 }
 
 /// Serde loses the field path inside internally tagged enums (`[data]` by
@@ -208,10 +249,18 @@ fn probe<T: serde::de::DeserializeOwned>(
     serde_path_to_error::deserialize::<_, T>(toml::Value::Table(body))
         .err()
         .map(|e| {
-            (
-                format!("{section}.{}", e.path()),
-                one_line(&e.inner().to_string()),
-            )
+            let inner = one_line(&e.inner().to_string());
+            // A missing field is an error of the table itself (path `.`):
+            // name the field that is missing.
+            let at = match e.path().to_string().as_str() {
+                "." | "" => inner
+                    .strip_prefix("missing field `")
+                    .and_then(|rest| rest.split('`').next())
+                    .map(|key| format!(".{key}"))
+                    .unwrap_or_default(),
+                path => format!(".{path}"),
+            };
+            (format!("{section}{at}"), inner)
         })
 }
 
@@ -226,8 +275,16 @@ fn key_path(value: &toml::Value, key: &str) -> Option<String> {
         .find_map(|(name, v)| key_path(v, key).map(|rest| format!(".{name}{rest}")))
 }
 
+/// `s` on one line, without the ` in `key`` that some deserializers append
+/// (the field path is already given in front).
 fn one_line(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
+    let line = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    match line.rfind(" in `") {
+        Some(at) if line.ends_with('`') && !line[at + 5..line.len() - 1].contains('`') => {
+            line[..at].to_string()
+        }
+        _ => line,
+    }
 }
 
 /// Applies one `--set key.path=value` override; `value` is read as a TOML value

@@ -176,10 +176,25 @@ pub fn execute_with(
     model: &dyn Model,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Outcome> {
+    execute_when_ready(config, data, model, &mut || Ok(()), progress)
+}
+
+/// [`execute_with`], calling `ready` once the algorithm's halves and the
+/// transport are built, just before the first round: everything that can
+/// reject the config has then passed, so `ready` may create the run
+/// directory.
+pub fn execute_when_ready(
+    config: &RunConfig,
+    data: &DataView<'_>,
+    model: &dyn Model,
+    ready: &mut dyn FnMut() -> Result<()>,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Outcome> {
     let sizes = client_sizes(data);
     let run = InProcessRun {
         driver: Driver::new(config, data, model)?,
         setup: setup(config, data, model, &sizes),
+        ready,
         progress,
     };
     config.algorithm.visit(run).map_err(algorithm_field)?
@@ -220,6 +235,7 @@ pub fn algorithm_field(e: FieldError) -> anyhow::Error {
 struct InProcessRun<'a, 'p> {
     driver: Driver<'a>,
     setup: Setup<'a>,
+    ready: &'p mut dyn FnMut() -> Result<()>,
     progress: &'p mut dyn FnMut(Progress),
 }
 
@@ -236,6 +252,7 @@ impl Visit for InProcessRun<'_, '_> {
             d.config.seed,
             d.config.threads,
         )?;
+        (self.ready)()?;
         d.drive(server, &mut transport, self.progress)
     }
 }

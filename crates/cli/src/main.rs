@@ -9,7 +9,7 @@ use clap::{Parser, Subcommand};
 use fedcluster_cli::bench::{BenchOptions, Benchmark, gemm_peak, run_bench};
 use fedcluster_cli::config::{DEFAULT_CONFIG, RunConfig, data_dir_override};
 use fedcluster_cli::experiment::{
-    build_data_set, build_model, execute_with, round_bar, show_progress,
+    build_data_set, build_model, execute_when_ready, round_bar, show_progress,
 };
 use fedcluster_cli::reproduce_command::Reproduce;
 use fedcluster_cli::rundir::{RunDir, free_run_dir, write_run};
@@ -175,22 +175,34 @@ fn run(
     };
     // Without --out, never fail or clobber: take the first free runs/<name>[-N].
     let out = out.unwrap_or_else(|| free_run_dir(&stem));
-    // Problems with the output, the data or the model surface before any
-    // directory exists.
-    RunDir::check_target(&out, overwrite)?;
+    // Problems with the output, the data, the model or the algorithm's setup
+    // surface before any directory exists: the target is reserved (checked and
+    // locked) now and created just before the first round.
+    let mut reserved = Some(RunDir::reserve(&out, overwrite)?);
     let data_set = build_data_set(&config)?;
     let data = data_set.view();
     let model = build_model(&config, &data)?;
-    let dir = RunDir::create(&out, overwrite)?;
-    let result = (|| {
-        let bar = round_bar(config.rounds, quiet);
-        let outcome = execute_with(&config, &data, model.as_ref(), &mut |p| {
-            show_progress(&bar, p)
-        })?;
-        bar.finish_and_clear();
-        write_run(&dir, &config, &outcome, true)
-    })();
-    let summary = match result {
+    let mut dir = None;
+    let bar = round_bar(config.rounds, quiet);
+    let result = execute_when_ready(
+        &config,
+        &data,
+        model.as_ref(),
+        &mut || {
+            let reserved = reserved.take().expect("ready is called once");
+            dir = Some(reserved.create()?);
+            Ok(())
+        },
+        &mut |p| show_progress(&bar, p),
+    );
+    bar.finish_and_clear();
+    let Some(dir) = dir else {
+        // The run never started: nothing was written.
+        return Err(result
+            .err()
+            .unwrap_or_else(|| anyhow::anyhow!("the run did not start")));
+    };
+    let summary = match result.and_then(|outcome| write_run(&dir, &config, &outcome, true)) {
         Ok(s) => s,
         Err(e) => {
             let partial = dir.fail(&e);

@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 use crate::config::{RunConfig, data_dir_override};
 use crate::experiment::{round_bar, show_progress};
 use crate::network;
-use crate::rundir::{RunDir, free_run_dir, write_run};
+use crate::rundir::{RunDir, free_run_dir, sibling, write_run};
 
 /// `fedcluster serve`'s arguments.
 #[derive(Debug, clap::Args)]
@@ -113,6 +113,10 @@ pub struct CertsArgs {
     /// A name the coordinator is reached by: DNS name or IP address (repeatable).
     #[arg(long = "server-name", default_values_t = ["localhost".to_string(), "127.0.0.1".to_string()])]
     pub server_names: Vec<String>,
+    /// Replace existing certificates (and the CA: every certificate it signed
+    /// stops being trusted).
+    #[arg(long)]
+    pub overwrite: bool,
 }
 
 /// `fedcluster serve`: the coordinator of a networked run.
@@ -208,7 +212,7 @@ pub fn join(args: JoinArgs) -> Result<()> {
 
 /// `fedcluster certs`: a private CA and certificates.
 pub fn certs(args: CertsArgs) -> Result<()> {
-    crate::certs::generate(&args.out, &args.server_names)?;
+    crate::certs::generate(&args.out, &args.server_names, args.overwrite)?;
     println!(
         "wrote {} into {} (keep ca.key, server.key and client.key private)",
         crate::certs::FILES.join(", "),
@@ -262,14 +266,17 @@ fn serve_run(
         }
         None => free_run_dir(&stem),
     };
+    let mut reserved = Some(RunDir::reserve(&out, overwrite)?);
+    let out = reserved
+        .as_ref()
+        .expect("just reserved")
+        .path()
+        .to_path_buf();
     if options.checkpoint.as_os_str().is_empty() {
-        let mut dir = out.as_os_str().to_owned();
-        dir.push(".checkpoint");
-        options.checkpoint = PathBuf::from(dir);
+        options.checkpoint = sibling(&out, "checkpoint");
     }
     let options = &options;
-    RunDir::check_target(&out, overwrite)?;
-    let dir = RunDir::create(&out, overwrite)?;
+    let mut dir = None;
     let bar = round_bar(config.rounds, quiet);
     let result = network::serve(
         &config,
@@ -280,10 +287,25 @@ fn serve_run(
             use std::io::Write as _;
             let _ = std::io::stdout().flush();
         },
+        &mut || {
+            let reserved = reserved.take().expect("ready is called once");
+            dir = Some(reserved.create()?);
+            Ok(())
+        },
         &mut |p| show_progress(&bar, p),
-    )
-    .and_then(|(outcome, stats)| Ok((write_run(&dir, &config, &outcome, true)?, stats)));
+    );
     bar.finish_and_clear();
+    let Some(dir) = dir else {
+        // The run never started: no run directory was made.
+        return Err(result
+            .err()
+            .unwrap_or_else(|| anyhow::anyhow!("the run did not start")));
+    };
+    let result = result.and_then(|(outcome, stats)| {
+        let summary = write_run(&dir, &config, &outcome, true)?;
+        dir.write("replies.csv", &network::replies_csv(&stats.issues))?;
+        Ok((summary, stats))
+    });
     let (summary, stats) = match result {
         Ok(s) => s,
         Err(e) => {

@@ -12,8 +12,8 @@ use anyhow::{Context, Result, bail};
 use fedcluster_algorithms::{Algorithm, Checked, Setup, Visit};
 use fedcluster_core::{Batch, ClientId, Model};
 use fedcluster_net::{
-    ClientStats, ClientTls, Coordinator, CoordinatorOptions, JoinOptions, NetStats, ServerTls,
-    Session,
+    ClientStats, ClientTls, Coordinator, CoordinatorOptions, JoinOptions, NetStats, ReplyIssue,
+    ServerTls, Session,
 };
 
 use crate::config::{RunConfig, data_dir_override};
@@ -43,17 +43,63 @@ pub struct ServeOptions {
     pub resume: bool,
 }
 
-/// Reads a PEM file, naming it on failure.
-pub fn read_pem(path: &Path) -> Result<Vec<u8>> {
-    std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))
+/// Most bytes a PEM file may hold (a long certificate chain is a few KB).
+const MAX_PEM_BYTES: u64 = 1 << 20;
+
+/// What a PEM file must hold.
+#[derive(Clone, Copy)]
+enum Pem {
+    /// One or more certificates.
+    Certificates,
+    /// A private key.
+    Key,
+}
+
+/// Reads a PEM file and checks that it holds what `kind` says, naming the
+/// file on failure (TLS itself would report only "transport error").
+fn read_pem(path: &Path, kind: Pem) -> Result<Vec<u8>> {
+    use rustls_pki_types::pem::PemObject as _;
+    use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+    use std::io::Read as _;
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(MAX_PEM_BYTES + 1).read_to_end(&mut bytes))
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    if bytes.len() as u64 > MAX_PEM_BYTES {
+        bail!(
+            "{}: larger than {MAX_PEM_BYTES} bytes, not a PEM file",
+            path.display()
+        );
+    }
+    let found = match kind {
+        Pem::Certificates => {
+            let certs: Result<Vec<_>, _> = CertificateDer::pem_slice_iter(&bytes).collect();
+            certs.map(|c| !c.is_empty())
+        }
+        Pem::Key => PrivateKeyDer::from_pem_slice(&bytes).map(|_| true),
+    };
+    match found {
+        Ok(true) => Ok(bytes),
+        Ok(false) | Err(rustls_pki_types::pem::Error::NoItemsFound) => bail!(
+            "{}: holds no PEM {}",
+            path.display(),
+            match kind {
+                Pem::Certificates => "certificate",
+                Pem::Key => "private key",
+            }
+        ),
+        Err(e) => bail!("{}: not valid PEM: {e}", path.display()),
+    }
 }
 
 /// TLS for the coordinator from PEM files (`client_ca` turns on mutual TLS).
 pub fn server_tls(cert: &Path, key: &Path, client_ca: Option<&Path>) -> Result<ServerTls> {
     Ok(ServerTls {
-        cert_pem: read_pem(cert)?,
-        key_pem: read_pem(key)?,
-        client_ca_pem: client_ca.map(read_pem).transpose()?,
+        cert_pem: read_pem(cert, Pem::Certificates)?,
+        key_pem: read_pem(key, Pem::Key)?,
+        client_ca_pem: client_ca
+            .map(|ca| read_pem(ca, Pem::Certificates))
+            .transpose()?,
     })
 }
 
@@ -69,10 +115,14 @@ pub fn check_insecure(listen_or_server: &str, loopback: bool) -> Result<()> {
 
 /// Runs `config` as the coordinator: waits for its clients, runs every round
 /// through them, and returns the records (as `run` would) and the wire counters.
+/// `ready` is called once the clients have joined and the server half is
+/// built, just before the first round (so a config that cannot run leaves no
+/// run directory).
 pub fn serve(
     config: &RunConfig,
     options: &ServeOptions,
     on_listening: &mut dyn FnMut(SocketAddr),
+    ready: &mut dyn FnMut() -> Result<()>,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<(Outcome, NetStats)> {
     let data_set = build_data_set(config)?;
@@ -81,6 +131,9 @@ pub fn serve(
     let driver = Driver::new(config, &data, model.as_ref())?;
     let m = data.train.num_clients();
     let min_clients = options.min_clients.unwrap_or(m);
+    if min_clients == 0 || min_clients > m {
+        bail!("--min-clients must lie in 1..={m} (the config's clients), got {min_clients}");
+    }
     let coordinator = Coordinator::start(CoordinatorOptions {
         listen: options.listen,
         tls: options.tls.clone(),
@@ -107,6 +160,7 @@ pub fn serve(
         driver,
         setup: setup(config, &data, model.as_ref(), &sizes),
         coordinator,
+        ready,
         progress,
     };
     let outcome = config
@@ -116,11 +170,28 @@ pub fn serve(
     Ok((outcome, run.coordinator.finish(Duration::from_millis(1500))))
 }
 
+/// `replies.csv` of a networked run: every planned reply that did not reach
+/// the server, `round,client,outcome,reason` (round from 0, as in
+/// `metrics.csv`; outcome `dropped` or `rejected`); the header alone when
+/// every reply counted.
+pub fn replies_csv(issues: &[ReplyIssue]) -> String {
+    let mut out = String::from("round,client,outcome,reason\n");
+    for i in issues {
+        let reason = i.reason.replace('"', "\"\"");
+        out.push_str(&format!(
+            "{},{},{},\"{reason}\"\n",
+            i.round, i.client, i.outcome
+        ));
+    }
+    out
+}
+
 /// The coordinator: the server half only, its clients across the network.
 struct CoordinatorRun<'a, 'p> {
     driver: Driver<'a>,
     setup: Setup<'a>,
     coordinator: Coordinator,
+    ready: &'p mut dyn FnMut() -> Result<()>,
     progress: &'p mut dyn FnMut(Progress),
 }
 
@@ -128,6 +199,7 @@ impl Visit for &mut CoordinatorRun<'_, '_> {
     type Output = Result<Outcome>;
     fn visit<A: Algorithm>(self, config: Checked<A::Config>) -> Result<Outcome> {
         let server = A::server(config, &self.setup).map_err(algorithm_field)?;
+        (self.ready)()?;
         self.driver
             .drive(server, &mut self.coordinator, self.progress)
     }
@@ -244,10 +316,12 @@ pub fn client_tls(
     identity: Option<(PathBuf, PathBuf)>,
 ) -> Result<ClientTls> {
     Ok(ClientTls {
-        ca_pem: read_pem(ca)?,
+        ca_pem: read_pem(ca, Pem::Certificates)?,
         domain,
         identity: identity
-            .map(|(c, k)| Ok::<_, anyhow::Error>((read_pem(&c)?, read_pem(&k)?)))
+            .map(|(c, k)| {
+                Ok::<_, anyhow::Error>((read_pem(&c, Pem::Certificates)?, read_pem(&k, Pem::Key)?))
+            })
             .transpose()?,
     })
 }

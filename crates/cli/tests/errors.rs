@@ -199,3 +199,20 @@ fn cli_run_writes_a_complete_directory_and_refuses_to_clobber_it() {
     assert!(!again.status.success());
     assert!(String::from_utf8_lossy(&again.stderr).contains("--overwrite"));
 }
+
+#[test]
+fn missing_fields_and_bad_step_sizes_are_named_plainly() {
+    let e = error_of(&small("name = \"ifca\"\nclusters = 2", 5), &[]);
+    assert!(
+        e.contains("field `algorithm.lr`: missing field `lr`"),
+        "{e}"
+    );
+    let e = error_of(&small(IFCA, 5).replace("clients = 20\n", ""), &[]);
+    assert!(e.contains("field `data.clients`: missing field"), "{e}");
+    let e = error_of(&small(IFCA, 5), &["algorithm.lr=\"fast\""]);
+    assert!(e.contains("expected a step size (a number"), "{e}");
+    assert!(!e.contains("untagged"), "{e}");
+    // The field is named once, not again at the end.
+    let e = error_of(&small(IFCA, 5), &["algorithm.name=\"nope\""]);
+    assert!(!e.contains(" in `"), "{e}");
+}

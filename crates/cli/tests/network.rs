@@ -21,7 +21,7 @@ fn scratch(name: &str) -> PathBuf {
 /// A CA, a coordinator certificate for localhost / 127.0.0.1, a client
 /// certificate and a token, as files in `dir`.
 fn pki(dir: &Path) {
-    fedcluster_cli::certs::generate(dir, &["localhost".into(), "127.0.0.1".into()]).unwrap();
+    fedcluster_cli::certs::generate(dir, &["localhost".into(), "127.0.0.1".into()], false).unwrap();
     std::fs::write(dir.join("token"), "s3cret-token\n").unwrap();
 }
 
@@ -314,6 +314,48 @@ fn a_client_killed_mid_round_is_dropped_and_the_run_completes() {
     assert!(stdout.contains("3 dropped"), "{stdout}");
     let participants = participants(&dir.join("net/metrics.csv"));
     assert_eq!(participants, [4, 4, 3, 3, 3]);
+    // Each dropped reply is recorded: which round, which client, why.
+    let replies = std::fs::read_to_string(dir.join("net/replies.csv")).unwrap();
+    let rows: Vec<&str> = replies.lines().skip(1).collect();
+    assert_eq!(rows.len(), 3, "{replies}");
+    for (row, round) in rows.iter().zip(2..) {
+        assert!(row.starts_with(&format!("{round},3,dropped,")), "{replies}");
+    }
+    for c in clients {
+        let _ = wait(c, Duration::from_secs(30));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A client that died stops answering heartbeats: once it has been silent for
+/// `SILENT_AFTER` (15 s), rounds close as soon as every other client replied
+/// instead of each waiting out the round timeout (60 s here).
+#[test]
+fn rounds_stop_waiting_for_a_silent_client() {
+    let dir = scratch("silent");
+    pki(&dir);
+    let cfg = config(&dir, 4, IFCA);
+    let (server_args, client_args) = tls_args(&dir, false);
+    let mut server_args: Vec<&str> = server_args.iter().map(String::as_str).collect();
+    server_args.extend(["--min-clients", "3", "--round-timeout", "60"]);
+    let start = std::time::Instant::now();
+    let (coordinator, addr) = serve(&dir, &cfg, "net", &server_args);
+    let client_args: Vec<&str> = client_args.iter().map(String::as_str).collect();
+    let mut crashing = client_args.clone();
+    crashing.extend(["--crash-at-round", "1"]);
+    let clients: Vec<Child> = (0..4)
+        .map(|i| join(&addr, i, if i == 3 { &crashing } else { &client_args }))
+        .collect();
+    let served = wait(coordinator, Duration::from_secs(150));
+    let elapsed = start.elapsed();
+    assert!(
+        served.status.success(),
+        "serve failed: {}",
+        String::from_utf8_lossy(&served.stderr)
+    );
+    assert_eq!(participants(&dir.join("net/metrics.csv")), [4, 3, 3, 3]);
+    // One silence of 15-16 s, not three round timeouts of 60 s.
+    assert!(elapsed < Duration::from_secs(50), "took {elapsed:?}");
     for c in clients {
         let _ = wait(c, Duration::from_secs(30));
     }

@@ -9,12 +9,14 @@
 //! - [`federation`]: the seam between algorithms and transports: the server half,
 //!   the client half and the messages they exchange.
 //! - [`shards`]: the clients' local data, stored or produced on demand.
+//! - [`limits`]: the upper limit of every size a config or a file may declare.
 //!
 //! No IO happens in this crate.
 
 pub mod error;
 pub mod federation;
 pub mod kernels;
+pub mod limits;
 pub mod linalg;
 pub mod local;
 pub mod model;

@@ -55,6 +55,16 @@ pub enum DataError {
 }
 
 impl DataError {
+    /// `Ok` when `value <= limit` (one of [`fedcluster_core::limits`]), else
+    /// an error naming `field` (and saying what `value` counts, when not
+    /// empty).
+    pub fn at_most(field: &str, what: &str, value: u128, limit: u128) -> Result<(), DataError> {
+        match fedcluster_core::limits::exceeds(what, value, limit) {
+            Some(why) => Err(DataError::invalid(field, why)),
+            None => Ok(()),
+        }
+    }
+
     /// An [`DataError::Invalid`] for `field`.
     pub fn invalid(field: impl Into<String>, why: impl Into<String>) -> Self {
         Self::Invalid {

@@ -80,6 +80,32 @@ fn at_least_one(field: &str, v: usize) -> Result<()> {
     }
 }
 
+/// The limits of a stored synthetic set of `clients` clients in `clusters`
+/// clusters, with `train` and `test` samples per client of `values` values.
+fn stored_limits(
+    clients: usize,
+    clusters: usize,
+    train: usize,
+    test: usize,
+    values: u128,
+) -> Result<()> {
+    use fedcluster_core::limits::{
+        MAX_CLIENT_VALUES, MAX_CLIENTS, MAX_CLUSTERS, MAX_STORED_VALUES,
+    };
+    DataError::at_most("clients", "", clients as u128, MAX_CLIENTS as u128)?;
+    DataError::at_most("clusters", "", clusters as u128, MAX_CLUSTERS as u128)?;
+    for (field, points) in [
+        ("points_per_client", train),
+        ("test_points_per_client", test),
+    ] {
+        let per_client = points as u128 * values;
+        DataError::at_most(field, "values per client", per_client, MAX_CLIENT_VALUES)?;
+        let all = clients as u128 * per_client;
+        DataError::at_most(field, "values of all clients", all, MAX_STORED_VALUES)?;
+    }
+    Ok(())
+}
+
 fn blocks(clients: usize, clusters: usize) -> Result<Vec<usize>> {
     if !clients.is_multiple_of(clusters) {
         return Err(DataError::invalid(
@@ -105,6 +131,15 @@ impl SyntheticImagesSpec {
         ] {
             at_least_one(f, v)?;
         }
+        let pixels = (self.height * self.width * self.channels) as u128;
+        stored_limits(
+            self.clients,
+            self.clusters,
+            self.points_per_client,
+            self.test_points_per_client,
+            pixels,
+        )?;
+        DataError::at_most("classes", "", self.classes as u128, u128::from(u32::MAX))?;
         if !(self.noise_std.is_finite() && self.noise_std >= 0.0) {
             return Err(DataError::invalid(
                 "noise_std",
@@ -126,6 +161,14 @@ impl SyntheticTextSpec {
         ] {
             at_least_one(f, v)?;
         }
+        stored_limits(
+            self.clients,
+            self.clusters,
+            self.points_per_client,
+            self.test_points_per_client,
+            self.seq_len as u128,
+        )?;
+        DataError::at_most("vocab", "", self.vocab as u128, 1 << 24)?;
         if self.vocab < 2 {
             return Err(DataError::invalid(
                 "vocab",

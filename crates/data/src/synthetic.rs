@@ -16,6 +16,7 @@
 //! never on the other clients, so generation can run in parallel and client `i`
 //! is the same whatever the total number of clients.
 
+use fedcluster_core::limits::{MAX_CLIENT_VALUES, MAX_CLIENTS, MAX_CLUSTERS};
 use fedcluster_core::params::dot;
 use fedcluster_core::{Purpose, Rng, stream};
 use rand::Rng as _;
@@ -92,6 +93,8 @@ impl IfcaSyntheticSpec {
         }
         non_negative("noise_std", self.noise_std)?;
         non_negative("separation", self.separation)?;
+        DataError::at_most("clients", "", self.clients as u128, MAX_CLIENTS as u128)?;
+        DataError::at_most("clusters", "", self.clusters as u128, MAX_CLUSTERS as u128)?;
         fits("points_per_client", self.points_per_client, self.dim)?;
         fits(
             "test_points_per_client",
@@ -177,14 +180,15 @@ impl MixedRegressionSpec {
         if self.client_sizes.is_empty() {
             return Err(DataError::invalid("client_sizes", "no client groups"));
         }
+        DataError::at_most("clusters", "", self.clusters as u128, MAX_CLUSTERS as u128)?;
         let mut total = 0usize;
         for (g, group) in self.client_sizes.iter().enumerate() {
             positive(&format!("client_sizes[{g}].count"), group.count)?;
             positive(&format!("client_sizes[{g}].points"), group.points)?;
             fits(&format!("client_sizes[{g}].points"), group.points, self.dim)?;
-            total = total.checked_add(group.count).ok_or_else(|| {
-                DataError::invalid(format!("client_sizes[{g}].count"), "too many clients")
-            })?;
+            total = total.saturating_add(group.count);
+            let field = format!("client_sizes[{g}].count");
+            DataError::at_most(&field, "clients so far", total as u128, MAX_CLIENTS as u128)?;
         }
         non_negative("noise_std", self.noise_std)?;
         positive("test_points_per_client", self.test_points_per_client)?;
@@ -215,15 +219,17 @@ fn non_negative(field: &str, value: f64) -> Result<()> {
     }
 }
 
-/// Whether `points * dim` feature values can be addressed.
+/// Whether one client's `points * dim` feature values are within
+/// [`MAX_CLIENT_VALUES`] (a data set of many clients is generated client by
+/// client when too large to store).
 fn fits(field: &str, points: usize, dim: usize) -> Result<()> {
-    match points.checked_mul(dim) {
-        Some(n) if n <= isize::MAX as usize / size_of::<f32>() => Ok(()),
-        _ => Err(DataError::invalid(
-            field,
-            format!("{points} samples of dim {dim} do not fit in memory"),
-        )),
-    }
+    let what = format!("{points} samples of dim {dim}, values per client");
+    DataError::at_most(
+        field,
+        &what,
+        points as u128 * dim as u128,
+        MAX_CLIENT_VALUES,
+    )
 }
 
 /// Generates the IFCA synthetic data set (Section VI-A of the IFCA paper).

@@ -21,7 +21,7 @@ use crate::security::{AttachToken, ClientTls};
 use crate::{NetError, PROTOCOL_VERSION, codec};
 
 /// How often a computing client says it is alive.
-const HEARTBEAT: Duration = Duration::from_secs(5);
+pub(crate) const HEARTBEAT: Duration = Duration::from_secs(5);
 
 /// Where and how to join.
 #[derive(Debug, Clone)]

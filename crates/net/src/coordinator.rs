@@ -67,8 +67,22 @@ pub struct CoordinatorOptions {
     pub resume: bool,
 }
 
-/// Counters of what crossed the wire.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// A planned reply that did not reach the server: which round (from 0, as
+/// the engine counts), which client, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplyIssue {
+    /// The round, from 0.
+    pub round: u64,
+    /// The client.
+    pub client: ClientId,
+    /// `dropped` (no reply before the round closed) or `rejected`.
+    pub outcome: &'static str,
+    /// Why.
+    pub reason: String,
+}
+
+/// Counters of what crossed the wire, and every reply that did not count.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct NetStats {
     /// Replies (or chunks of them) refused: bad hash, wrong round,
     /// undecodable, NaN/inf, wrong shape.
@@ -79,6 +93,21 @@ pub struct NetStats {
     pub bytes_down: u64,
     /// Payload bytes received from clients (chunks pushed).
     pub bytes_up: u64,
+    /// Every dropped or rejected reply, in the order they happened.
+    pub issues: Vec<ReplyIssue>,
+}
+
+impl NetStats {
+    /// Counts a rejected reply of `client` in `round`.
+    fn reject(&mut self, round: u64, client: ClientId, reason: impl Into<String>) {
+        self.rejected += 1;
+        self.issues.push(ReplyIssue {
+            round,
+            client,
+            outcome: "rejected",
+            reason: reason.into(),
+        });
+    }
 }
 
 /// One round's messages and replies.
@@ -250,7 +279,8 @@ impl Coordinator {
                     state.joined.len()
                 )));
             }
-            state = self.shared.wait(state, left);
+            // Wake at least once a second to notice clients going silent.
+            state = self.shared.wait(state, left.min(Duration::from_secs(1)));
         }
         Ok(())
     }
@@ -262,7 +292,7 @@ impl Coordinator {
 
     /// Counters so far.
     pub fn stats(&self) -> NetStats {
-        self.shared.lock().stats
+        self.shared.lock().stats.clone()
     }
 
     /// Tells the clients the run is over, gives them `grace` to hear it, and
@@ -305,8 +335,13 @@ impl Coordinator {
         loop {
             let replied = state.round.replies.len();
             let left = deadline.saturating_duration_since(Instant::now());
-            if replied == planned || (left.is_zero() && replied >= options.min_clients.min(planned))
-            {
+            let enough = replied >= options.min_clients.min(planned);
+            if replied == planned || (left.is_zero() && enough) {
+                break;
+            }
+            // Every client still owing a reply has gone silent (missed its
+            // heartbeats): waiting out the deadline would gain nothing.
+            if enough && silent_clients(&state) == planned - replied {
                 break;
             }
             if left.is_zero() {
@@ -316,13 +351,51 @@ impl Coordinator {
                     options.round_timeout, options.min_clients
                 )));
             }
-            state = self.shared.wait(state, left);
+            // Wake at least once a second to notice clients going silent.
+            state = self.shared.wait(state, left.min(Duration::from_secs(1)));
         }
         state.round.open = false;
         state.stats.dropped += (planned - state.round.replies.len()) as u64;
+        let mut missing: Vec<ClientId> = (state.round.work.keys())
+            .filter(|id| !state.round.replies.contains_key(id))
+            .copied()
+            .collect();
+        missing.sort_unstable();
+        let timeout = options.round_timeout;
+        state
+            .stats
+            .issues
+            .extend(missing.into_iter().map(|client| ReplyIssue {
+                round,
+                client,
+                outcome: "dropped",
+                reason: format!("no reply within the round timeout ({timeout:?})"),
+            }));
         state.round.uploads.clear();
         Ok(std::mem::take(&mut state.round.replies))
     }
+}
+
+/// A client unheard of for this long (three missed heartbeats of
+/// [`crate::Session`]) is silent: a round stops waiting for it once every
+/// other planned client has replied.
+pub const SILENT_AFTER: Duration = Duration::from_secs(3 * crate::client::HEARTBEAT.as_secs());
+
+/// Planned clients of the open round that have not replied and have not been
+/// heard from (any request) for [`SILENT_AFTER`].
+fn silent_clients(state: &State) -> usize {
+    let round = &state.round;
+    round
+        .work
+        .keys()
+        .filter(|id| !round.replies.contains_key(id))
+        .filter(|id| {
+            state
+                .joined
+                .get(id)
+                .is_none_or(|(_, seen)| seen.elapsed() >= SILENT_AFTER)
+        })
+        .count()
 }
 
 impl Drop for Coordinator {
@@ -377,19 +450,23 @@ where
             }
         };
         for (id, bytes) in replies {
-            let accepted = match codec::decode::<Up>(&bytes) {
+            let refused = match codec::decode::<Up>(&bytes) {
                 Ok(up) if up.is_finite() => match deliver(id, up) {
                     // The server refused its shape before touching its state.
                     Err(EngineError::Server {
-                        source: AlgoError::Malformed { .. },
+                        error: e @ AlgoError::Malformed { .. },
                         ..
-                    }) => false,
-                    other => other.map(|()| true)?,
+                    }) => Some(e.to_string()),
+                    other => other.map(|()| None)?,
                 },
-                _ => false,
+                Ok(_) => Some("non-finite values (NaN or infinity)".to_string()),
+                Err(e) => Some(format!("undecodable: {e}")),
             };
-            if !accepted {
-                self.shared.lock().stats.rejected += 1;
+            if let Some(reason) = refused {
+                self.shared
+                    .lock()
+                    .stats
+                    .reject(ctx.round as u64, id, reason);
             }
         }
         Ok(())
@@ -502,11 +579,13 @@ impl Federation for Service {
         };
         if state.round.round != r.round {
             // Not the current round at all: a broken or hostile client.
-            state.stats.rejected += 1;
-            return refuse(format!(
+            let why = format!(
                 "round {} is not the current round {}",
                 r.round, state.round.round
-            ));
+            );
+            let current = state.round.round;
+            state.stats.reject(current, id, why.clone());
+            return refuse(why);
         }
         let round = &mut state.round;
         if !round.open || !round.work.contains_key(&id) {
@@ -526,7 +605,8 @@ impl Federation for Service {
         match added {
             Err(e) => {
                 round.uploads.remove(&id);
-                state.stats.rejected += 1;
+                let current = round.round;
+                state.stats.reject(current, id, e.to_string());
                 refuse(e.to_string())
             }
             Ok(done) => {

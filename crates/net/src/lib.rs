@@ -17,7 +17,7 @@ pub mod coordinator;
 pub mod security;
 
 pub use client::{ClientStats, JoinOptions, Session};
-pub use coordinator::{Coordinator, CoordinatorOptions, NetStats};
+pub use coordinator::{Coordinator, CoordinatorOptions, NetStats, ReplyIssue};
 pub use security::{ClientTls, ServerTls};
 
 use thiserror::Error;

@@ -76,7 +76,7 @@ fn round_in_background(
                 if up.0.len() != plan[0].1.0.len() {
                     return Err(EngineError::Server {
                         round: 0,
-                        source: AlgoError::malformed(0, id),
+                        error: AlgoError::malformed(0, id),
                     });
                 }
                 got.push((id, up));

@@ -50,7 +50,7 @@ where
         let mut rng = stream(seed, Purpose::Server, round as u64, 0);
         let plan = server
             .plan(&ctx, &mut rng)
-            .map_err(|source| EngineError::Server { round, source })?;
+            .map_err(|error| EngineError::Server { round, error })?;
         let bytes_down = plan.iter().map(|(_, m)| m.wire_bytes()).sum();
         let (mut bytes_up, mut participants) = (0u64, 0usize);
         transport.exchange(&ctx, &plan, &mut |client, up| {
@@ -65,12 +65,12 @@ where
             participants += 1;
             server
                 .receive(&ctx, client, up)
-                .map_err(|source| EngineError::Server { round, source })
+                .map_err(|error| EngineError::Server { round, error })
         })?;
         drop(plan);
         server
             .finish(&ctx)
-            .map_err(|source| EngineError::Server { round, source })?;
+            .map_err(|error| EngineError::Server { round, error })?;
         let snapshot = server.snapshot();
         for (r, replica) in snapshot.replicas.iter().enumerate() {
             if !replica.diverged && replica.models.iter().any(|m| !all_finite(m)) {

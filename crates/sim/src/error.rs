@@ -13,21 +13,17 @@ pub enum EngineError {
     /// The server produced an invalid plan.
     #[error("invalid plan: {0}")]
     Plan(String),
-    /// A client half failed.
-    #[error("round {round}, client {client}: {source}")]
+    /// A client half failed. (The message includes the cause, so it is not
+    /// also the error's source: `{:#}` would print it twice.)
+    #[error("round {round}, client {client}: {error}")]
     Client {
         round: usize,
         client: ClientId,
-        #[source]
-        source: AlgoError,
+        error: AlgoError,
     },
     /// The server half failed.
-    #[error("round {round}: {source}")]
-    Server {
-        round: usize,
-        #[source]
-        source: AlgoError,
-    },
+    #[error("round {round}: {error}")]
+    Server { round: usize, error: AlgoError },
     /// A reply or a model holds NaN or infinity.
     #[error("non-finite values at round {round}{}: {what}", client.map(|c| format!(", client {c}")).unwrap_or_default())]
     NonFinite {

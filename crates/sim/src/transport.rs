@@ -246,10 +246,10 @@ fn handle_one<C: ClientHalf>(
     };
     client
         .handle(ctx, msg, &mut env)
-        .map_err(|source| EngineError::Client {
+        .map_err(|error| EngineError::Client {
             round: ctx.round,
             client: id,
-            source,
+            error,
         })
 }
 

@@ -96,3 +96,11 @@ pub fn fraction(field: &str, value: f64) -> Result<(), FieldError> {
         ))
     }
 }
+
+/// `Ok` when `value` is at most `limit` (one of [`fedcluster_core::limits`]).
+pub fn at_most(field: &str, value: usize, limit: usize) -> Result<(), FieldError> {
+    match fedcluster_core::limits::exceeds("", value as u128, limit as u128) {
+        Some(why) => Err(FieldError::new(field, why)),
+        None => Ok(()),
+    }
+}

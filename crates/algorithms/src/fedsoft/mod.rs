@@ -87,6 +87,7 @@ impl Algorithm for FedSoft {
     type Client = FedSoftClient;
 
     fn server(config: Checked<Config>, setup: &Setup<'_>) -> Result<FedSoftServer, FieldError> {
+        setup.check_models("clusters", config.clusters, 1)?;
         Ok(FedSoftServer::new(config, setup.model, setup.num_clients, setup.seed))
     }
 

@@ -11,7 +11,7 @@ use fedcluster_core::{
 
 use super::{Centres, SoftReply};
 use crate::common::aggregate::{LossMeter, ModelSums};
-use crate::common::checked::{Checked, FieldError, Validate, at_least_one, fraction, positive};
+use crate::common::checked::{Checked, FieldError, Validate, at_least_one, fraction, positive, at_most};
 use crate::common::init::InitScheme;
 use crate::common::sampling::participants;
 use crate::common::trainer::Optimizer;
@@ -66,6 +66,7 @@ fn default_participation() -> f64 {
 impl Validate for Config {
     fn validate(&self) -> Result<(), FieldError> {
         at_least_one("clusters", self.clusters)?;
+        at_most("clusters", self.clusters, fedcluster_core::limits::MAX_CLUSTERS)?;
         positive("lr", f64::from(self.lr))?;
         if !(self.mu >= 0.0 && self.mu.is_finite()) {
             return Err(FieldError::new(

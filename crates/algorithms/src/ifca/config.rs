@@ -3,7 +3,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::common::aggregate::Aggregation;
-use crate::common::checked::{FieldError, Validate, at_least_one, fraction, positive};
+use crate::common::checked::{FieldError, Validate, at_least_one, at_most, fraction, positive};
+use fedcluster_core::limits::{MAX_CLUSTERS, MAX_REPLICAS};
 use crate::common::init::InitScheme;
 use crate::common::trainer::Optimizer;
 
@@ -53,8 +54,9 @@ pub struct Config {
     pub optimizer: Optimizer,
 }
 
-/// One step size or several swept side by side.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// One step size or several swept side by side (a number or a list of
+/// numbers in the config).
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum StepSizes {
     /// A single step size.
@@ -70,6 +72,44 @@ impl StepSizes {
             StepSizes::One(lr) => std::slice::from_ref(lr),
             StepSizes::Sweep(lrs) => lrs,
         }
+    }
+}
+
+impl<'de> Deserialize<'de> for StepSizes {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(StepSizesVisitor)
+    }
+}
+
+/// Reads a number or a list of numbers, with an error saying so otherwise
+/// (serde's untagged enums say only "did not match any variant").
+struct StepSizesVisitor;
+
+impl<'de> serde::de::Visitor<'de> for StepSizesVisitor {
+    type Value = StepSizes;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a step size (a number, e.g. 0.1) or a list of step sizes (e.g. [0.1, 0.3])")
+    }
+
+    fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<StepSizes, E> {
+        Ok(StepSizes::One(v as f32))
+    }
+
+    fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<StepSizes, E> {
+        Ok(StepSizes::One(v as f32))
+    }
+
+    fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<StepSizes, E> {
+        Ok(StepSizes::One(v as f32))
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<StepSizes, A::Error> {
+        let mut values = Vec::new();
+        while let Some(v) = seq.next_element::<f32>()? {
+            values.push(v);
+        }
+        Ok(StepSizes::Sweep(values))
     }
 }
 
@@ -165,6 +205,9 @@ impl Validate for Config {
         }
         fraction("participation", self.participation)?;
         at_least_one("restarts", self.restarts)?;
+        at_most("clusters", self.clusters, MAX_CLUSTERS)?;
+        at_most("lr", lrs.len(), MAX_REPLICAS)?;
+        at_most("restarts", self.restarts.saturating_mul(lrs.len()), MAX_REPLICAS)?;
         self.init.validate("init")?;
         self.local_step()?;
         Ok(())

@@ -67,6 +67,8 @@ impl Algorithm for Ifca {
                 ),
             ));
         }
+        let replicas = config.restarts * config.lr.values().len();
+        setup.check_models("clusters", config.clusters, replicas)?;
         Ok(IfcaServer::new(config, setup.model, setup.num_clients, setup.seed))
     }
 

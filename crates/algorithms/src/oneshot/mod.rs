@@ -37,6 +37,7 @@ impl Algorithm for OneShot {
     type Client = OneShotClient;
 
     fn server(config: Checked<Config>, setup: &Setup<'_>) -> Result<OneShotServer, FieldError> {
+        setup.check_models("clusters", config.clusters, 1)?;
         Ok(OneShotServer::new(config, setup.num_clients, setup.seed))
     }
 

@@ -65,6 +65,14 @@ impl Algorithm for TwoPhase {
 
     fn server(config: Checked<Config>, setup: &Setup<'_>) -> Result<TwoPhaseServer, FieldError> {
         let (model, m) = (setup.model, setup.num_clients);
+        setup.check_models("clusters", config.clusters, 1)?;
+        let anchors = config.phase1.as_ref().map(|p| p.anchor_count(config.clusters));
+        if let Some(anchors) = anchors.filter(|a| *a > m && config.start == Start::Phase1) {
+            return Err(FieldError::new(
+                "phase1.anchors",
+                format!("{anchors} anchors among {m} clients (set phase1.anchors to at most {m})"),
+            ));
+        }
         match config.start {
             // Su, Xu, Yang's MNIST oracle: every client told its true cluster.
             Start::Labels => {

@@ -6,7 +6,8 @@
 //! labels `0x0000_0801` (count).
 //!
 //! A file starting with the gzip magic bytes `1f 8b` is decompressed in memory,
-//! whatever its name; any other file is read as it is. A file must hold exactly
+//! whatever its name, up to one byte past the length its header declares;
+//! any other file is read as it is. No file may exceed [`MAX_IDX_BYTES`]. A file must hold exactly
 //! what its header declares: a shorter payload is reported as truncated, and
 //! bytes after the payload are rejected as well (the canonical files have none,
 //! so extra bytes mean a wrong or damaged file). Every error is a
@@ -54,19 +55,63 @@ pub fn read_labels(path: &Path) -> Result<Vec<u32>> {
     parse_labels(path, &read_maybe_gz(path)?)
 }
 
+/// Most bytes an IDX file may hold, compressed or decompressed (MNIST's
+/// largest file, the training images, holds 47 MB).
+pub const MAX_IDX_BYTES: usize = 1 << 31;
+
 /// The bytes of the file at `path`, decompressed if they start with the gzip
-/// magic bytes.
+/// magic bytes. Decompression stops one byte past what the header declares
+/// (and at [`MAX_IDX_BYTES`]), so a small file that inflates to gigabytes is
+/// refused by the length check without being inflated.
 pub fn read_maybe_gz(path: &Path) -> Result<Vec<u8>> {
+    let size = std::fs::metadata(path)
+        .map_err(|e| DataError::io(path, e))?
+        .len();
+    if size > MAX_IDX_BYTES as u64 {
+        return Err(DataError::format(
+            path,
+            format!("{size} bytes, more than an IDX file may hold ({MAX_IDX_BYTES})"),
+        ));
+    }
     let raw = std::fs::read(path).map_err(|e| DataError::io(path, e))?;
     if !raw.starts_with(&GZIP_MAGIC) {
         return Ok(raw);
     }
-    // MNIST expands about 4-fold; the hint only saves reallocations.
-    let mut out = Vec::with_capacity(raw.len().saturating_mul(4));
-    GzDecoder::new(raw.as_slice())
+    let damaged = |e: std::io::Error| DataError::format(path, format!("damaged gzip data: {e}"));
+    let mut decoder = GzDecoder::new(raw.as_slice());
+    let mut out = Vec::new();
+    // The magic number, then one size per dimension.
+    (&mut decoder)
+        .take(4)
         .read_to_end(&mut out)
-        .map_err(|e| DataError::format(path, format!("damaged gzip data: {e}")))?;
+        .map_err(damaged)?;
+    let dims = out.get(3).map_or(0, |d| u64::from(*d));
+    (&mut decoder)
+        .take(4 * dims)
+        .read_to_end(&mut out)
+        .map_err(damaged)?;
+    let limit = declared_len(&out).map_or(out.len(), |n| n.min(MAX_IDX_BYTES));
+    let rest = (limit.saturating_sub(out.len()) + 1) as u64;
+    out.reserve(rest as usize);
+    (&mut decoder)
+        .take(rest)
+        .read_to_end(&mut out)
+        .map_err(damaged)?;
     Ok(out)
+}
+
+/// The length of a whole IDX file of unsigned bytes whose header starts
+/// `head` (the magic number and every size), if it can be addressed.
+fn declared_len(head: &[u8]) -> Option<usize> {
+    let dims = usize::from(*head.get(3)?);
+    let mut len = 4 * (1 + dims);
+    let mut payload = 1usize;
+    for i in 1..=dims {
+        let b = head.get(4 * i..4 * i + 4)?;
+        payload = payload.checked_mul(u32::from_be_bytes([b[0], b[1], b[2], b[3]]) as usize)?;
+    }
+    len = len.checked_add(payload)?;
+    Some(len)
 }
 
 /// Parses the bytes of an IDX images file; `path` only names the file in errors.

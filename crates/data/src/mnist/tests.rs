@@ -260,3 +260,30 @@ fn the_real_mnist_loads() {
         assert!(images.contains(&0.0) && images.contains(&1.0));
     }
 }
+
+/// A gzip file of a few hundred kilobytes that inflates to 256 MiB behind a
+/// header declaring two labels: refused as trailing data after inflating one
+/// byte past the declared length, not the whole stream.
+#[test]
+fn a_gzip_bomb_is_refused_without_being_inflated() {
+    let dir = TempDir::new("bomb");
+    let mut enc = GzEncoder::new(Vec::new(), Compression::best());
+    enc.write_all(&labels_bytes(&[1, 2])).unwrap();
+    let zeros = vec![0u8; 1 << 20];
+    for _ in 0..256 {
+        enc.write_all(&zeros).unwrap();
+    }
+    let path = dir.write("bomb.gz", &enc.finish().unwrap());
+    assert!(std::fs::metadata(&path).unwrap().len() < 1 << 20);
+    let bytes = idx::read_maybe_gz(&path).unwrap();
+    assert_eq!(
+        bytes.len(),
+        4 + 4 + 2 + 1,
+        "inflated one byte past the header's length"
+    );
+    let err = idx::read_labels(&path).unwrap_err().to_string();
+    assert!(
+        err.contains("trailing data: 1 bytes after the 2 labels"),
+        "{err}"
+    );
+}

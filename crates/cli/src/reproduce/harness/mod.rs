@@ -258,7 +258,7 @@ fn is_divergence(e: &anyhow::Error) -> bool {
         e.downcast_ref::<EngineError>(),
         Some(EngineError::NonFinite { .. })
             | Some(EngineError::Server {
-                source: fedcluster_core::AlgoError::Diverged { .. },
+                error: fedcluster_core::AlgoError::Diverged { .. },
                 ..
             })
     )

@@ -11,10 +11,13 @@ use std::fmt::Write as _;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 use fedcluster_sim::record::RoundRecord;
+
+pub mod target;
+pub use target::{DirLock, RUN_FILES, check_target, normalise, sibling};
 
 use crate::config::RunConfig;
 use crate::experiment::Outcome;
@@ -185,49 +188,54 @@ pub fn free_run_dir(stem: &str) -> PathBuf {
         .expect("an unused name")
 }
 
-/// A run directory being written.
+/// A run directory being written: its target checked and locked, its files
+/// going into `DIR.partial`.
 pub struct RunDir {
     target: PathBuf,
     partial: PathBuf,
+    _lock: DirLock,
+}
+
+/// A run directory's target, checked and locked, before anything is written:
+/// a run reserves its `--out` first and creates the directory only once the
+/// run is ready to start, so a config that cannot run leaves nothing behind.
+pub struct Reserved {
+    target: PathBuf,
+    lock: DirLock,
 }
 
 impl RunDir {
-    /// Fails when `target` exists and is not empty, unless `overwrite`.
-    pub fn check_target(target: &Path, overwrite: bool) -> Result<()> {
-        if target.exists() {
-            let empty = fs::read_dir(target)
-                .map(|mut d| d.next().is_none())
-                .unwrap_or(false);
-            if !empty && !overwrite {
-                bail!(
-                    "output directory {} already exists; pass --overwrite to replace it or choose another --out",
-                    target.display()
-                );
-            }
-        }
-        Ok(())
+    /// Checks `target` (see [`target`]: it must be new or empty, or with
+    /// `overwrite` a run directory) and takes its lock.
+    pub fn reserve(target: &Path, overwrite: bool) -> Result<Reserved> {
+        let target = check_target(target, overwrite)?;
+        let lock = DirLock::take(&target)?;
+        // Checked again under the lock: another process may have written it.
+        let target = check_target(&target, overwrite)?;
+        Ok(Reserved { target, lock })
     }
 
-    /// Prepares `target`: it must not exist (or be empty) unless `overwrite`.
+    /// [`RunDir::reserve`] then [`Reserved::create`].
     pub fn create(target: &Path, overwrite: bool) -> Result<Self> {
-        Self::check_target(target, overwrite)?;
-        let mut partial = target.as_os_str().to_owned();
-        partial.push(".partial");
-        let partial = PathBuf::from(partial);
-        if partial.exists() {
-            fs::remove_dir_all(&partial)
-                .with_context(|| format!("cannot clear {}", partial.display()))?;
-        }
-        fs::create_dir_all(&partial)
-            .with_context(|| format!("cannot create {}", partial.display()))?;
-        Ok(Self {
-            target: target.to_path_buf(),
-            partial,
-        })
+        Self::reserve(target, overwrite)?.create()
+    }
+
+    /// The partial directory being written.
+    pub fn partial(&self) -> &Path {
+        &self.partial
     }
 
     /// Writes a file into the partial directory.
     pub fn write(&self, name: &str, contents: &str) -> Result<()> {
+        self.write_bytes(name, contents.as_bytes())
+    }
+
+    /// Writes a binary file into the partial directory.
+    pub fn write_bytes(&self, name: &str, contents: &[u8]) -> Result<()> {
+        debug_assert!(
+            RUN_FILES.contains(&name),
+            "{name} is not listed in RUN_FILES"
+        );
         let path = self.partial.join(name);
         fs::write(&path, contents).with_context(|| format!("cannot write {}", path.display()))
     }
@@ -236,12 +244,14 @@ impl RunDir {
     /// name, so it never looks complete) and returns its path.
     pub fn fail(self, error: &anyhow::Error) -> PathBuf {
         let _ = fs::write(self.partial.join("error.txt"), format!("{error:#}\n"));
-        self.partial
+        self.partial.clone()
     }
 
-    /// Moves the finished directory into place.
+    /// Moves the finished directory into place (replacing the run directory
+    /// there, checked again now).
     pub fn finish(self) -> Result<PathBuf> {
         if self.target.exists() {
+            target::check_replaceable(&self.target)?;
             fs::remove_dir_all(&self.target)
                 .with_context(|| format!("cannot replace {}", self.target.display()))?;
         }
@@ -252,7 +262,32 @@ impl RunDir {
                 self.target.display()
             )
         })?;
-        Ok(self.target)
+        Ok(self.target.clone())
+    }
+}
+
+impl Reserved {
+    /// The normalised target.
+    pub fn path(&self) -> &Path {
+        &self.target
+    }
+
+    /// Creates `DIR.partial`, clearing one left by a killed run (only when it
+    /// holds nothing but run files).
+    pub fn create(self) -> Result<RunDir> {
+        let partial = sibling(&self.target, "partial");
+        if partial.exists() {
+            target::check_replaceable(&partial)?;
+            fs::remove_dir_all(&partial)
+                .with_context(|| format!("cannot clear {}", partial.display()))?;
+        }
+        fs::create_dir_all(&partial)
+            .with_context(|| format!("cannot create {}", partial.display()))?;
+        Ok(RunDir {
+            target: self.target,
+            partial,
+            _lock: self.lock,
+        })
     }
 }
 

@@ -1,0 +1,146 @@
+//! Property-based fuzzing of the data readers (bounded: a fixed number of
+//! cases each, a few seconds in all): random bytes and mutations of valid
+//! files fed to the IDX reader (plain and gzipped) and the LEAF JSON reader
+//! must give a value or an error naming the file, never a panic; what a
+//! reader accepts must be what the header declared.
+
+use std::io::Write as _;
+use std::path::Path;
+
+use flate2::Compression;
+use flate2::write::GzEncoder;
+use proptest::prelude::*;
+
+use fedcluster_data::leaf::json::UserRef;
+use fedcluster_data::leaf::{LeafUser, Split, read_leaf_json, write_leaf_json};
+use fedcluster_data::mnist::idx::{
+    IMAGES_MAGIC, LABELS_MAGIC, parse_images, parse_labels, read_images, read_labels,
+};
+
+fn images(count: u32, rows: u32, cols: u32) -> Vec<u8> {
+    let mut out = Vec::new();
+    for w in [IMAGES_MAGIC, count, rows, cols] {
+        out.extend_from_slice(&w.to_be_bytes());
+    }
+    out.extend((0..count * rows * cols).map(|i| i as u8));
+    out
+}
+
+fn labels(count: u32) -> Vec<u8> {
+    let mut out = Vec::new();
+    for w in [LABELS_MAGIC, count] {
+        out.extend_from_slice(&w.to_be_bytes());
+    }
+    out.extend((0..count).map(|i| (i % 10) as u8));
+    out
+}
+
+fn gzip(bytes: &[u8]) -> Vec<u8> {
+    let mut enc = GzEncoder::new(Vec::new(), Compression::fast());
+    enc.write_all(bytes).unwrap();
+    enc.finish().unwrap()
+}
+
+/// `bytes` with up to a few bytes overwritten, a range cut out or bytes
+/// appended, as `edits` says.
+fn mutate(mut bytes: Vec<u8>, edits: &[(usize, u8, u8)]) -> Vec<u8> {
+    for &(at, value, kind) in edits {
+        if bytes.is_empty() {
+            bytes.push(value);
+            continue;
+        }
+        let at = at % bytes.len();
+        match kind % 4 {
+            0 | 1 => bytes[at] = value,
+            2 => {
+                bytes.truncate(at);
+            }
+            _ => bytes.insert(at, value),
+        }
+    }
+    bytes
+}
+
+fn edits() -> impl Strategy<Value = Vec<(usize, u8, u8)>> {
+    proptest::collection::vec((any::<usize>(), any::<u8>(), any::<u8>()), 0..6)
+}
+
+/// Every reader error about a file starts with the file's path.
+fn names_the_file(error: &str, path: &Path) {
+    assert!(
+        error.starts_with(&path.display().to_string()),
+        "error does not name {}: {error}",
+        path.display()
+    );
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    #[test]
+    fn idx_parsers_accept_only_what_the_header_declares(
+        bytes in proptest::collection::vec(any::<u8>(), 0..64),
+        count in 0u32..5, rows in 0u32..4, cols in 0u32..4,
+        edits in edits(),
+    ) {
+        let path = Path::new("fuzz.idx");
+        for input in [bytes.clone(), mutate(images(count, rows, cols), &edits)] {
+            match parse_images(path, &input) {
+                Ok(i) => prop_assert_eq!(i.pixels.len(), i.count * i.rows * i.cols),
+                Err(e) => names_the_file(&e.to_string(), path),
+            }
+        }
+        for input in [bytes, mutate(labels(count), &edits)] {
+            match parse_labels(path, &input) {
+                Ok(l) => prop_assert!(l.iter().all(|d| *d <= 9)),
+                Err(e) => names_the_file(&e.to_string(), path),
+            }
+        }
+    }
+
+    #[test]
+    fn gzipped_idx_files_damaged_anywhere_are_errors(
+        count in 0u32..5, edits in edits(), label_file in any::<bool>(),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("fuzz.gz");
+        let plain = if label_file { labels(count) } else { images(count, 2, 2) };
+        std::fs::write(&path, mutate(gzip(&plain), &edits)).unwrap();
+        let result = if label_file {
+            read_labels(&path).map(|l| l.len())
+        } else {
+            read_images(&path).map(|i| i.count)
+        };
+        match result {
+            Ok(n) => prop_assert!(n < 5, "{n} items from a file declaring at most 4"),
+            Err(e) => names_the_file(&e.to_string(), &path),
+        }
+    }
+
+    #[test]
+    fn leaf_json_damaged_anywhere_is_an_error_naming_the_file(
+        edits in edits(), text in "[ -~]{0,40}",
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("fuzz.json");
+        let user = LeafUser {
+            id: "u1".into(),
+            hierarchy: None,
+            samples: fedcluster_data::leaf::LeafSamples::Features {
+                dim: 2,
+                x: vec![0.5, 1.0, 2.0, 3.0],
+                y: vec![1, 0],
+            },
+        };
+        write_leaf_json(&path, &[UserRef::from(&user)]).unwrap();
+        let valid = std::fs::read(&path).unwrap();
+        for input in [mutate(valid, &edits), text.into_bytes()] {
+            std::fs::write(&path, &input).unwrap();
+            for split in [Split::Train, Split::Test] {
+                if let Err(e) = read_leaf_json(&path, split) {
+                    names_the_file(&e.to_string(), &path);
+                }
+            }
+        }
+    }
+}
