@@ -29,6 +29,11 @@ pub trait Algorithm {
     /// The client half; every client starts from a clone of it.
     type Client: ClientHalf<Down = Self::Down, Up = Self::Up> + Clone;
 
+    /// Whether the server starts from [`Setup::initial_models`] when given
+    /// (its cluster models are drawn by the server, not trained by clients
+    /// first).
+    const STARTS_FROM_MODELS: bool = false;
+
     /// The server half for `setup`. Errors name the config field (relative to
     /// `[algorithm]`) that does not fit the setup.
     fn server(config: Checked<Self::Config>, setup: &Setup<'_>)
@@ -57,6 +62,9 @@ pub struct Setup<'a> {
     /// Ground truth, for the oracle baselines only: the true cluster
     /// parameters (synthetic data).
     pub true_models: Option<&'a [Vec<f32>]>,
+    /// The models to start from instead of drawing them (`fedcluster run
+    /// --init-from`), for the algorithms with [`Algorithm::STARTS_FROM_MODELS`].
+    pub initial_models: Option<&'a [Vec<f32>]>,
 }
 
 /// Ground-truth cluster labels, handed to an oracle on purpose.
@@ -78,6 +86,7 @@ impl<'a> Setup<'a> {
             client_sizes: None,
             true_clusters: None,
             true_models: None,
+            initial_models: None,
         }
     }
 

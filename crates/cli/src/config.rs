@@ -43,6 +43,10 @@ pub struct RunConfig {
     /// their cluster's test data; 0 (default) scores every one.
     #[serde(default)]
     pub local_eval_models: usize,
+    /// Start from the cluster models in this `models.safetensors` (a run
+    /// directory's), instead of drawing them (`fedcluster run --init-from`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub init_from: Option<std::path::PathBuf>,
     /// The federated data set.
     pub data: DataConfig,
     /// The model architecture.
@@ -78,6 +82,12 @@ pub enum DataConfig {
 
 /// The embedded default experiment: IFCA on the IFCA paper's synthetic mixture.
 pub const DEFAULT_CONFIG: &str = include_str!("../../../configs/ifca-synthetic.toml");
+
+/// The `--set` override that starts the run from the models in `file`.
+pub fn init_from_override(file: &std::path::Path) -> String {
+    let file = toml::Value::String(file.to_string_lossy().into_owned());
+    format!("init_from={file}")
+}
 
 /// The `--set` override that points `data.data_dir` at `dir`.
 pub fn data_dir_override(dir: &std::path::Path) -> String {

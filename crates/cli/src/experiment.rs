@@ -6,7 +6,7 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 
 use fedcluster_algorithms::{Algorithm, Checked, FieldError, Setup, TrueClusters, Visit};
-use fedcluster_core::{Model, ServerHalf};
+use fedcluster_core::{Model, ServerHalf, TensorSpec};
 use fedcluster_data::{DataSet, DataView, FederatedData};
 use fedcluster_sim::record::{RoundRecord, TestPick, TestSet, Truth, records};
 use fedcluster_sim::{InProcess, Transport, run};
@@ -24,6 +24,11 @@ pub struct Outcome {
     pub replicas: usize,
     /// Wall-clock seconds of the federated rounds.
     pub wall_seconds: f64,
+    /// The selected replica's models after the last round (one per cluster,
+    /// or per client for local training).
+    pub models: Vec<Vec<f32>>,
+    /// The model's name and tensors, to write `models` with.
+    pub model: (&'static str, Vec<TensorSpec>),
 }
 
 impl Outcome {
@@ -191,9 +196,13 @@ pub fn execute_when_ready(
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Outcome> {
     let sizes = client_sizes(data);
+    let initial = initial_models(config, model)?;
     let run = InProcessRun {
         driver: Driver::new(config, data, model)?,
-        setup: setup(config, data, model, &sizes),
+        setup: Setup {
+            initial_models: initial.as_deref(),
+            ..setup(config, data, model, &sizes)
+        },
         ready,
         progress,
     };
@@ -220,6 +229,28 @@ pub fn setup<'a>(
     }
 }
 
+/// The models of the config's `init_from` file, checked against `model`.
+pub fn initial_models(config: &RunConfig, model: &dyn Model) -> Result<Option<Vec<Vec<f32>>>> {
+    config
+        .init_from
+        .as_deref()
+        .map(|path| crate::rundir::models::load(path, model).context("field `init_from`"))
+        .transpose()
+}
+
+/// Fails when the run starts from given models but algorithm `A` does not
+/// start from server-drawn models.
+pub fn check_starts_from<A: Algorithm>(config: &RunConfig, setup: &Setup<'_>) -> Result<()> {
+    if setup.initial_models.is_some() && !A::STARTS_FROM_MODELS {
+        anyhow::bail!(
+            "field `init_from`: `{}` does not start from server models \
+             (its clients train their own first); leave init_from out",
+            config.algorithm.name()
+        );
+    }
+    Ok(())
+}
+
 /// Training points per client.
 pub fn client_sizes(data: &DataView<'_>) -> Vec<usize> {
     let train = &data.train;
@@ -242,6 +273,7 @@ struct InProcessRun<'a, 'p> {
 impl Visit for InProcessRun<'_, '_> {
     type Output = Result<Outcome>;
     fn visit<A: Algorithm>(self, config: Checked<A::Config>) -> Result<Outcome> {
+        check_starts_from::<A>(self.driver.config, &self.setup)?;
         let client = A::client(&config);
         let server = A::server(config, &self.setup).map_err(algorithm_field)?;
         let d = &self.driver;
@@ -259,7 +291,7 @@ impl Visit for InProcessRun<'_, '_> {
 
 /// Runs the engine over a transport and turns its events into records.
 pub(crate) struct Driver<'a> {
-    config: &'a RunConfig,
+    pub(crate) config: &'a RunConfig,
     data: &'a DataView<'a>,
     model: &'a dyn Model,
 }
@@ -314,6 +346,7 @@ impl<'a> Driver<'a> {
         };
         let mut all = Vec::new();
         let (mut selected, mut replicas) = (0, 0);
+        let mut models = Vec::new();
         let start = Instant::now();
         run(&mut server, transport, cfg.rounds, cfg.seed, |event| {
             let last = event.round + 1 == cfg.rounds;
@@ -322,6 +355,9 @@ impl<'a> Driver<'a> {
             let evaluate = (last || periodic) && self.data.test.num_clients() > 0;
             let recs = records(&event, &truth, evaluate.then_some(&test));
             selected = event.snapshot.selected;
+            if last && let Some(replica) = event.snapshot.replicas.get(selected) {
+                models = replica.models.iter().map(|m| m.to_vec()).collect();
+            }
             replicas = recs.len();
             progress(Progress {
                 round: event.round,
@@ -336,6 +372,8 @@ impl<'a> Driver<'a> {
             selected,
             replicas,
             wall_seconds: start.elapsed().as_secs_f64(),
+            models,
+            model: (self.model.name(), self.model.tensors()),
         })
     }
 }

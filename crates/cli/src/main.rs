@@ -7,12 +7,12 @@ use anyhow::Result;
 use clap::{Parser, Subcommand};
 
 use fedcluster_cli::bench::{BenchOptions, Benchmark, gemm_peak, run_bench};
-use fedcluster_cli::config::{DEFAULT_CONFIG, RunConfig, data_dir_override};
+use fedcluster_cli::config::{DEFAULT_CONFIG, RunConfig, data_dir_override, init_from_override};
 use fedcluster_cli::experiment::{
     build_data_set, build_model, execute_when_ready, round_bar, show_progress,
 };
 use fedcluster_cli::reproduce_command::Reproduce;
-use fedcluster_cli::rundir::{RunDir, free_run_dir, write_run};
+use fedcluster_cli::rundir::{Extras, RunDir, free_run_dir, write_run};
 use fedcluster_cli::table::{metric, render};
 
 /// mimalloc keeps freed pages for reuse: every round allocates and frees the
@@ -50,6 +50,10 @@ enum Command {
         /// Directory of the real data set's files (overrides `data.data_dir`).
         #[arg(long)]
         data_dir: Option<PathBuf>,
+        /// Start from the cluster models of a run directory's
+        /// models.safetensors (sets the config's `init_from`).
+        #[arg(long, value_name = "FILE")]
+        init_from: Option<PathBuf>,
         /// Replace an existing run directory.
         #[arg(long)]
         overwrite: bool,
@@ -112,11 +116,13 @@ impl Command {
                 overrides,
                 threads,
                 data_dir,
+                init_from,
                 overwrite,
                 quiet,
             } => {
                 let mut overrides = overrides;
                 overrides.extend(data_dir.as_deref().map(data_dir_override));
+                overrides.extend(init_from.as_deref().map(init_from_override));
                 run(config, out, overrides, threads, overwrite, quiet)
             }
             Command::Reproduce { experiment } => experiment.run(),
@@ -178,38 +184,21 @@ fn run(
     // Problems with the output, the data, the model or the algorithm's setup
     // surface before any directory exists: the target is reserved (checked and
     // locked) now and created just before the first round.
-    let mut reserved = Some(RunDir::reserve(&out, overwrite)?);
+    let reserved = RunDir::reserve(&out, overwrite)?;
     let data_set = build_data_set(&config)?;
     let data = data_set.view();
     let model = build_model(&config, &data)?;
-    let mut dir = None;
     let bar = round_bar(config.rounds, quiet);
-    let result = execute_when_ready(
-        &config,
-        &data,
-        model.as_ref(),
-        &mut || {
-            let reserved = reserved.take().expect("ready is called once");
-            dir = Some(reserved.create()?);
-            Ok(())
+    let (summary, written) = reserved.run_into(
+        |ready| {
+            let outcome = execute_when_ready(&config, &data, model.as_ref(), ready, &mut |p| {
+                show_progress(&bar, p)
+            });
+            bar.finish_and_clear();
+            outcome
         },
-        &mut |p| show_progress(&bar, p),
-    );
-    bar.finish_and_clear();
-    let Some(dir) = dir else {
-        // The run never started: nothing was written.
-        return Err(result
-            .err()
-            .unwrap_or_else(|| anyhow::anyhow!("the run did not start")));
-    };
-    let summary = match result.and_then(|outcome| write_run(&dir, &config, &outcome, true)) {
-        Ok(s) => s,
-        Err(e) => {
-            let partial = dir.fail(&e);
-            return Err(e.context(format!("incomplete run left in {}", partial.display())));
-        }
-    };
-    let written = dir.finish()?;
+        |dir, outcome| write_run(dir, &config, &outcome, Extras::ALL),
+    )?;
     let f = &summary.final_;
     let rows = vec![
         vec!["algorithm".into(), summary.algorithm.clone()],

@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 use crate::config::{RunConfig, data_dir_override};
 use crate::experiment::{round_bar, show_progress};
 use crate::network;
-use crate::rundir::{RunDir, free_run_dir, sibling, write_run};
+use crate::rundir::{Extras, RunDir, free_run_dir, sibling, write_run};
 
 /// `fedcluster serve`'s arguments.
 #[derive(Debug, clap::Args)]
@@ -266,54 +266,35 @@ fn serve_run(
         }
         None => free_run_dir(&stem),
     };
-    let mut reserved = Some(RunDir::reserve(&out, overwrite)?);
-    let out = reserved
-        .as_ref()
-        .expect("just reserved")
-        .path()
-        .to_path_buf();
+    let reserved = RunDir::reserve(&out, overwrite)?;
     if options.checkpoint.as_os_str().is_empty() {
-        options.checkpoint = sibling(&out, "checkpoint");
+        options.checkpoint = sibling(reserved.path(), "checkpoint");
     }
     let options = &options;
-    let mut dir = None;
     let bar = round_bar(config.rounds, quiet);
-    let result = network::serve(
-        &config,
-        options,
-        &mut |addr| {
-            // Scripts (and the tests) read this line to find the port.
-            println!("listening on {addr}");
-            use std::io::Write as _;
-            let _ = std::io::stdout().flush();
+    let ((summary, stats), written) = reserved.run_into(
+        |ready| {
+            let served = network::serve(
+                &config,
+                options,
+                &mut |addr| {
+                    // Scripts (and the tests) read this line to find the port.
+                    println!("listening on {addr}");
+                    use std::io::Write as _;
+                    let _ = std::io::stdout().flush();
+                },
+                ready,
+                &mut |p| show_progress(&bar, p),
+            );
+            bar.finish_and_clear();
+            served
         },
-        &mut || {
-            let reserved = reserved.take().expect("ready is called once");
-            dir = Some(reserved.create()?);
-            Ok(())
+        |dir, (outcome, stats)| {
+            let summary = write_run(dir, &config, &outcome, Extras::ALL)?;
+            dir.write("replies.csv", &network::replies_csv(&stats.issues))?;
+            Ok((summary, stats))
         },
-        &mut |p| show_progress(&bar, p),
-    );
-    bar.finish_and_clear();
-    let Some(dir) = dir else {
-        // The run never started: no run directory was made.
-        return Err(result
-            .err()
-            .unwrap_or_else(|| anyhow::anyhow!("the run did not start")));
-    };
-    let result = result.and_then(|(outcome, stats)| {
-        let summary = write_run(&dir, &config, &outcome, true)?;
-        dir.write("replies.csv", &network::replies_csv(&stats.issues))?;
-        Ok((summary, stats))
-    });
-    let (summary, stats) = match result {
-        Ok(s) => s,
-        Err(e) => {
-            let partial = dir.fail(&e);
-            return Err(e.context(format!("incomplete run left in {}", partial.display())));
-        }
-    };
-    let written = dir.finish()?;
+    )?;
     // The run is safely written: its checkpoint is no longer needed.
     std::fs::remove_dir_all(&options.checkpoint).with_context(|| {
         format!(

@@ -19,7 +19,7 @@ use fedcluster_net::{
 use crate::config::{RunConfig, data_dir_override};
 use crate::experiment::{
     Driver, Outcome, Progress, algorithm_field, build_data, build_data_set, build_model,
-    client_sizes, setup,
+    check_starts_from, client_sizes, initial_models, setup,
 };
 
 /// How the coordinator listens and whom it admits.
@@ -156,9 +156,13 @@ pub fn serve(
     }
     coordinator.wait_for_clients(options.join_timeout)?;
     let sizes = client_sizes(&data);
+    let initial = initial_models(config, model.as_ref())?;
     let mut run = CoordinatorRun {
         driver,
-        setup: setup(config, &data, model.as_ref(), &sizes),
+        setup: Setup {
+            initial_models: initial.as_deref(),
+            ..setup(config, &data, model.as_ref(), &sizes)
+        },
         coordinator,
         ready,
         progress,
@@ -198,6 +202,7 @@ struct CoordinatorRun<'a, 'p> {
 impl Visit for &mut CoordinatorRun<'_, '_> {
     type Output = Result<Outcome>;
     fn visit<A: Algorithm>(self, config: Checked<A::Config>) -> Result<Outcome> {
+        check_starts_from::<A>(self.driver.config, &self.setup)?;
         let server = A::server(config, &self.setup).map_err(algorithm_field)?;
         (self.ready)()?;
         self.driver

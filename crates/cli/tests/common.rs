@@ -108,3 +108,20 @@ pub fn write_toy_plays(dir: &std::path::Path) {
         "A SONNET\n\nby William Shakespeare\n\nShall I compare thee\n".into(),
     );
 }
+
+/// Runs the `fedcluster` binary with `args` in `dir`.
+pub fn fedcluster(args: &[&str], dir: &std::path::Path) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_fedcluster"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("the binary runs")
+}
+
+/// A new, empty scratch directory for the test `name` (of this process).
+pub fn scratch(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("fedcluster-test-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}

@@ -2,9 +2,8 @@
 //! a run directory that looks complete.
 
 mod common;
-use std::process::Command;
 
-use common::small;
+use common::{fedcluster, scratch, small};
 use fedcluster_cli::config::RunConfig;
 use fedcluster_cli::experiment::{build_data, execute};
 
@@ -117,21 +116,6 @@ fn ifca_drops_diverged_replicas_and_fails_only_when_all_diverge() {
         execute(&config, &data.view(), &mut |_| {}).unwrap_err()
     );
     assert!(e.contains("diverged at round"), "{e}");
-}
-
-fn fedcluster(args: &[&str], dir: &std::path::Path) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_fedcluster"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("the binary runs")
-}
-
-fn scratch(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("fedcluster-test-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
 }
 
 #[test]

@@ -4,19 +4,11 @@
 
 mod common;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
-use common::small;
+use common::{fedcluster, small};
 
 const IFCA: &str = "name = \"ifca\"\nclusters = 2\nlr = 0.1";
-
-fn fedcluster(args: &[&str], dir: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_fedcluster"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("the binary runs")
-}
 
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
@@ -25,9 +17,7 @@ fn stderr(o: &Output) -> String {
 /// A scratch directory holding `cfg.toml` (a 2-round small IFCA run) and a
 /// file of the user's, `keep.txt`.
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("fedcluster-rundir-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::scratch(&format!("rundir-{name}"));
     std::fs::write(dir.join("cfg.toml"), small(IFCA, 2)).unwrap();
     std::fs::write(dir.join("keep.txt"), "mine").unwrap();
     dir

@@ -29,6 +29,6 @@ pub use federation::{
     AlgoError, ClientEnv, ClientHalf, ClientId, Message, ReplicaView, RoundCtx, ServerHalf,
     Snapshot,
 };
-pub use model::{Batch, MinibatchScratch, Model, Targets, Workspace};
+pub use model::{Batch, MinibatchScratch, Model, Targets, TensorSpec, Workspace};
 pub use rng::{Purpose, Rng, stream};
 pub use shards::{ShardBuf, Shards};

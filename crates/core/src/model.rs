@@ -122,6 +122,27 @@ impl Workspace {
     }
 }
 
+/// One named tensor of a model's flat parameter vector: its values are the
+/// next `shape.iter().product()` coordinates, row-major.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TensorSpec {
+    /// Its name (PyTorch's where the model mirrors a PyTorch module, e.g.
+    /// `fc1.weight`).
+    pub name: String,
+    /// Its shape.
+    pub shape: Vec<usize>,
+}
+
+impl TensorSpec {
+    /// A tensor `name` of `shape`.
+    pub fn new(name: &str, shape: &[usize]) -> Self {
+        Self {
+            name: name.to_string(),
+            shape: shape.to_vec(),
+        }
+    }
+}
+
 /// An architecture over flat parameters. Implementations hold only shapes and
 /// hyperparameters, never parameters or data, so one instance serves every client.
 pub trait Model: Send + Sync {
@@ -133,6 +154,13 @@ pub trait Model: Send + Sync {
 
     /// Number of input features a sample must have.
     fn input_dim(&self) -> usize;
+
+    /// The flat parameter vector as named tensors, in order; their sizes add
+    /// up to [`Model::num_params`] (tested for every model). The default is
+    /// one tensor `params`.
+    fn tensors(&self) -> Vec<TensorSpec> {
+        vec![TensorSpec::new("params", &[self.num_params()])]
+    }
 
     /// Writes freshly initialised parameters into `out`.
     fn init(&self, rng: &mut Rng, out: &mut [f32]);

@@ -15,7 +15,7 @@
 
 use fedcluster_core::linalg::{MatMut, MatRef, matmul};
 use fedcluster_core::local::Augmentation;
-use fedcluster_core::{Batch, Model, Rng, Targets, Workspace};
+use fedcluster_core::{Batch, Model, Rng, Targets, TensorSpec, Workspace};
 
 use crate::init::uniform_fan_in;
 use crate::logistic::{bias_grad, count_argmax_matches, sample_loss, softmax_minus_onehot};
@@ -308,6 +308,22 @@ impl Model for Cnn {
 
     fn num_params(&self) -> usize {
         self.layout().end
+    }
+
+    /// Convolution filters `[out, ky, kx, in]` (channels-last, as the flat
+    /// vector holds them), then the dense layers as PyTorch's `nn.Linear`s.
+    fn tensors(&self) -> Vec<TensorSpec> {
+        let k = self.kernel;
+        vec![
+            TensorSpec::new("conv1.weight", &[self.conv1, k, k, self.channels]),
+            TensorSpec::new("conv1.bias", &[self.conv1]),
+            TensorSpec::new("conv2.weight", &[self.conv2, k, k, self.conv1]),
+            TensorSpec::new("conv2.bias", &[self.conv2]),
+            TensorSpec::new("fc1.weight", &[self.hidden, self.flat()]),
+            TensorSpec::new("fc1.bias", &[self.hidden]),
+            TensorSpec::new("fc2.weight", &[self.classes, self.hidden]),
+            TensorSpec::new("fc2.bias", &[self.classes]),
+        ]
     }
 
     fn input_dim(&self) -> usize {

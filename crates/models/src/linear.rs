@@ -19,7 +19,7 @@ use fedcluster_core::kernels::{rest_x, x_wt};
 
 use crate::init::uniform_fan_in;
 use fedcluster_core::model::argmin_f64;
-use fedcluster_core::{Batch, Model, Rng, Targets, Workspace};
+use fedcluster_core::{Batch, Model, Rng, Targets, TensorSpec, Workspace};
 
 use crate::{ModelError, Result, TargetKind, fits, inv_len};
 
@@ -96,6 +96,11 @@ impl Model for LinearRegression {
 
     fn num_params(&self) -> usize {
         self.dim
+    }
+
+    /// `weight` (`1 x dim`), PyTorch's `nn.Linear(dim, 1, bias=False)`.
+    fn tensors(&self) -> Vec<TensorSpec> {
+        vec![TensorSpec::new("weight", &[1, self.dim])]
     }
 
     fn input_dim(&self) -> usize {

@@ -16,7 +16,7 @@
 
 use fedcluster_core::linalg::{MatMut, MatRef, matmul};
 use fedcluster_core::model::argmin_f64;
-use fedcluster_core::{Batch, Model, Rng, Targets, Workspace};
+use fedcluster_core::{Batch, Model, Rng, Targets, TensorSpec, Workspace};
 
 use crate::init::uniform_fan_in;
 use crate::{ModelError, Result, TargetKind, fits, inv_len};
@@ -177,6 +177,14 @@ impl Model for LogisticRegression {
 
     fn num_params(&self) -> usize {
         self.classes * (self.dim + 1)
+    }
+
+    /// `weight` (`classes x dim`) and `bias`, PyTorch's `nn.Linear`.
+    fn tensors(&self) -> Vec<TensorSpec> {
+        vec![
+            TensorSpec::new("weight", &[self.classes, self.dim]),
+            TensorSpec::new("bias", &[self.classes]),
+        ]
     }
 
     fn input_dim(&self) -> usize {

@@ -14,7 +14,7 @@
 //! logits `Z` (turned into `Δ` in place), `bufs[2]` the hidden gradient `D`.
 
 use fedcluster_core::linalg::{MatMut, MatRef, matmul};
-use fedcluster_core::{Batch, Model, Rng, Targets, Workspace};
+use fedcluster_core::{Batch, Model, Rng, Targets, TensorSpec, Workspace};
 
 use crate::init::uniform_fan_in;
 use crate::logistic::{bias_grad, count_argmax_matches, sample_loss, softmax_minus_onehot};
@@ -149,6 +149,17 @@ impl Model for Mlp {
 
     fn num_params(&self) -> usize {
         self.layout().end
+    }
+
+    /// `fc1` and `fc2` as PyTorch's `nn.Linear`s name them.
+    fn tensors(&self) -> Vec<TensorSpec> {
+        let (d, h, c) = (self.input, self.hidden, self.classes);
+        vec![
+            TensorSpec::new("fc1.weight", &[h, d]),
+            TensorSpec::new("fc1.bias", &[h]),
+            TensorSpec::new("fc2.weight", &[c, h]),
+            TensorSpec::new("fc2.bias", &[c]),
+        ]
     }
 
     fn input_dim(&self) -> usize {

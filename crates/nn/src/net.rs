@@ -157,6 +157,15 @@ where
         flat::num_params(&self.layout)
     }
 
+    /// The layout's tensors, PyTorch's names and shapes (convolution filters
+    /// channels-last, `[out, ky, kx, in]`).
+    fn tensors(&self) -> Vec<fedcluster_core::TensorSpec> {
+        self.layout
+            .iter()
+            .map(|p| fedcluster_core::TensorSpec::new(&p.name, &p.shape))
+            .collect()
+    }
+
     fn input_dim(&self) -> usize {
         self.arch.input_dim()
     }

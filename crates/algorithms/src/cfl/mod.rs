@@ -37,6 +37,7 @@ use crate::table::{Algorithm, Setup};
 pub struct Cfl;
 
 impl Algorithm for Cfl {
+    const STARTS_FROM_MODELS: bool = true;
     type Config = Config;
     type Down = ClusterModel;
     type Up = ModelReply;
@@ -44,7 +45,11 @@ impl Algorithm for Cfl {
     type Client = CflClient;
 
     fn server(config: Checked<Config>, setup: &Setup<'_>) -> Result<CflServer, FieldError> {
-        Ok(CflServer::new(config, setup.model, setup.num_clients, setup.seed))
+        let mut server = CflServer::new(config, setup.model, setup.num_clients, setup.seed);
+        if let Some(given) = setup.initial_models {
+            server.start_from(given)?;
+        }
+        Ok(server)
     }
 
     fn client(config: &Checked<Config>) -> CflClient {

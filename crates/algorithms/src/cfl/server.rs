@@ -85,6 +85,11 @@ pub struct CflServer {
 }
 
 impl CflServer {
+    /// Starts its one cluster from `given` (one model) instead.
+    pub fn start_from(&mut self, given: &[Vec<f32>]) -> Result<(), FieldError> {
+        crate::common::init::start_from(&mut self.models, self.p, given, "name")
+    }
+
     /// One cluster of all `m` clients; its model from the stream `(seed, Init, 0)`.
     pub fn new(config: Checked<Config>, model: &dyn Model, m: usize, seed: u64) -> Self {
         let p = model.num_params();

@@ -108,6 +108,7 @@ impl Validate for Config {
 pub struct CflMgd;
 
 impl Algorithm for CflMgd {
+    const STARTS_FROM_MODELS: bool = true;
     type Config = Config;
     type Down = ifca::Down;
     type Up = ifca::Up;

@@ -32,6 +32,40 @@ pub enum InitScheme {
     Zeros,
 }
 
+/// Overwrites `models` (models of `p` values, back to back) with `given`,
+/// the models a run starts from (`fedcluster run --init-from`): exactly as
+/// many models, each of `p` values. Errors name `field`.
+pub fn start_from(
+    models: &mut [f32],
+    p: usize,
+    given: &[Vec<f32>],
+    field: &str,
+) -> Result<(), FieldError> {
+    let want = models.len() / p.max(1);
+    if given.len() != want {
+        return Err(FieldError::new(
+            field,
+            format!(
+                "starts from {want} model(s), the init_from file holds {}",
+                given.len()
+            ),
+        ));
+    }
+    if let Some(j) = given.iter().position(|g| g.len() != p) {
+        return Err(FieldError::new(
+            field,
+            format!(
+                "init_from model {j} has {} values, the model has {p}",
+                given[j].len()
+            ),
+        ));
+    }
+    for (m, g) in models.chunks_exact_mut(p).zip(given) {
+        m.copy_from_slice(g);
+    }
+    Ok(())
+}
+
 impl InitScheme {
     /// Checks the scheme's parameters; `field` is its path in the config.
     pub fn validate(&self, field: &str) -> Result<(), FieldError> {

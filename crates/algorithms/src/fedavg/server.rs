@@ -30,6 +30,11 @@ pub struct FedAvgServer {
 }
 
 impl FedAvgServer {
+    /// Starts from `given` (one model per cluster) instead of the drawn models.
+    pub fn start_from(&mut self, given: &[Vec<f32>]) -> Result<(), FieldError> {
+        crate::common::init::start_from(&mut self.models, self.p, given, "name")
+    }
+
     /// `k` models drawn from the stream `(seed, Init, 0)`; client `i` trains
     /// model `assignment[i]`, which must be below `k`.
     pub fn new(
@@ -56,8 +61,12 @@ impl FedAvgServer {
         k: usize,
         assignment: Vec<usize>,
     ) -> Result<Self, FieldError> {
-        Self::new(config, setup.model, k, assignment, setup.seed)
-            .map_err(|e| FieldError::new("name", e.to_string()))
+        let mut server = Self::new(config, setup.model, k, assignment, setup.seed)
+            .map_err(|e| FieldError::new("name", e.to_string()))?;
+        if let Some(given) = setup.initial_models {
+            server.start_from(given)?;
+        }
+        Ok(server)
     }
 
     /// Starts from the given `k x p` models.

@@ -32,6 +32,7 @@ use crate::table::{Algorithm, Setup};
 pub struct FedAvgM;
 
 impl Algorithm for FedAvgM {
+    const STARTS_FROM_MODELS: bool = true;
     type Config = Config;
     type Down = ClusterModel;
     type Up = ModelReply;
@@ -39,7 +40,11 @@ impl Algorithm for FedAvgM {
     type Client = FedAvgClient;
 
     fn server(config: Checked<Config>, setup: &Setup<'_>) -> Result<FedAvgMServer, FieldError> {
-        Ok(FedAvgMServer::new(config, setup.model, setup.num_clients, setup.seed))
+        let mut server = FedAvgMServer::new(config, setup.model, setup.num_clients, setup.seed);
+        if let Some(given) = setup.initial_models {
+            server.start_from(given)?;
+        }
+        Ok(server)
     }
 
     fn client(config: &Checked<Config>) -> FedAvgClient {

@@ -10,7 +10,7 @@ use fedcluster_core::{
 
 use super::config::Config;
 use crate::common::aggregate::{LossMeter, ModelSums};
-use crate::common::checked::Checked;
+use crate::common::checked::{Checked, FieldError};
 use crate::common::messages::{ClusterModel, ModelReply};
 use crate::common::sampling::participants;
 
@@ -31,6 +31,12 @@ pub struct FedAvgMServer {
 }
 
 impl FedAvgMServer {
+    /// Starts from `given` instead of the drawn models (`--init-from`).
+    pub fn start_from(&mut self, given: &[Vec<f32>]) -> Result<(), FieldError> {
+        let p = self.model.len();
+        crate::common::init::start_from(&mut self.model, p, given, "name")
+    }
+
     /// `w_0` drawn from the stream `(seed, Init, 0)`, for `m` clients.
     pub fn new(config: Checked<Config>, model: &dyn Model, m: usize, seed: u64) -> Self {
         let p = model.num_params();

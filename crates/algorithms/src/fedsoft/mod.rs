@@ -80,6 +80,7 @@ use crate::table::{Algorithm, Setup};
 pub struct FedSoft;
 
 impl Algorithm for FedSoft {
+    const STARTS_FROM_MODELS: bool = true;
     type Config = Config;
     type Down = Centres;
     type Up = SoftReply;
@@ -88,7 +89,11 @@ impl Algorithm for FedSoft {
 
     fn server(config: Checked<Config>, setup: &Setup<'_>) -> Result<FedSoftServer, FieldError> {
         setup.check_models("clusters", config.clusters, 1)?;
-        Ok(FedSoftServer::new(config, setup.model, setup.num_clients, setup.seed))
+        let mut server = FedSoftServer::new(config, setup.model, setup.num_clients, setup.seed);
+        if let Some(given) = setup.initial_models {
+            server.start_from(given)?;
+        }
+        Ok(server)
     }
 
     fn client(config: &Checked<Config>) -> FedSoftClient {

@@ -103,6 +103,11 @@ pub struct FedSoftServer {
 }
 
 impl FedSoftServer {
+    /// Starts from `given` (one model per centre) instead of the drawn centres.
+    pub fn start_from(&mut self, given: &[Vec<f32>]) -> Result<(), FieldError> {
+        crate::common::init::start_from(&mut self.models, self.p, given, "clusters")
+    }
+
     /// `S` centres drawn from the stream `(seed, Init, 0)` for `m` clients.
     pub fn new(config: Checked<Config>, model: &dyn Model, m: usize, seed: u64) -> Self {
         let p = model.num_params();

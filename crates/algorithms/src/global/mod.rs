@@ -19,6 +19,7 @@ use crate::table::{Algorithm, Setup};
 pub struct Global;
 
 impl Algorithm for Global {
+    const STARTS_FROM_MODELS: bool = true;
     type Config = Config;
     type Down = ClusterModel;
     type Up = ModelReply;

@@ -51,6 +51,7 @@ use crate::table::{Algorithm, Setup};
 pub struct Ifca;
 
 impl Algorithm for Ifca {
+    const STARTS_FROM_MODELS: bool = true;
     type Config = Config;
     type Down = Down;
     type Up = Up;
@@ -69,7 +70,11 @@ impl Algorithm for Ifca {
         }
         let replicas = config.restarts * config.lr.values().len();
         setup.check_models("clusters", config.clusters, replicas)?;
-        Ok(IfcaServer::new(config, setup.model, setup.num_clients, setup.seed))
+        let mut server = IfcaServer::new(config, setup.model, setup.num_clients, setup.seed);
+        if let Some(given) = setup.initial_models {
+            server.start_from(given)?;
+        }
+        Ok(server)
     }
 
     fn client(config: &Checked<Config>) -> IfcaClient {

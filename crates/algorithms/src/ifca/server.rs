@@ -12,7 +12,8 @@ use super::config::Config;
 use super::messages::{Down, Up};
 use crate::common::aggregate::Aggregation;
 use crate::common::aggregate::{LossMeter, ModelSums};
-use crate::common::checked::Checked;
+use crate::common::checked::{Checked, FieldError};
+use crate::common::init::start_from;
 use crate::common::sampling::participants;
 
 /// A replica whose training loss exceeds its first-round loss by this factor is
@@ -69,6 +70,15 @@ pub struct IfcaServer {
 }
 
 impl IfcaServer {
+    /// Every replica starts from `given` (one model per cluster) instead.
+    pub fn start_from(&mut self, given: &[Vec<f32>]) -> Result<(), FieldError> {
+        let p = self.p;
+        for replica in &mut self.replicas {
+            start_from(&mut replica.models, p, given, "clusters")?;
+        }
+        Ok(())
+    }
+
     /// A server whose replica `r` draws its `k` initial models from the stream
     /// `(seed, Init, r)`.
     pub fn new(config: Checked<Config>, model: &dyn Model, num_clients: usize, seed: u64) -> Self {

@@ -17,6 +17,7 @@ use crate::table::{Algorithm, Setup};
 pub struct Oracle;
 
 impl Algorithm for Oracle {
+    const STARTS_FROM_MODELS: bool = true;
     type Config = Config;
     type Down = ClusterModel;
     type Up = ModelReply;

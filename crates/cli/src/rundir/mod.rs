@@ -16,8 +16,12 @@ use serde::{Deserialize, Serialize};
 
 use fedcluster_sim::record::RoundRecord;
 
+pub mod models;
 pub mod target;
+pub use models::MODELS_FILE;
 pub use target::{DirLock, RUN_FILES, check_target, normalise, sibling};
+
+use fedcluster_core::limits::MAX_MODEL_VALUES;
 
 use crate::config::RunConfig;
 use crate::experiment::Outcome;
@@ -267,6 +271,39 @@ impl RunDir {
 }
 
 impl Reserved {
+    /// Runs `work` into this target. `work` is handed a `ready` callback to
+    /// call just before its first round, which creates `DIR.partial`; then
+    /// `write` writes the finished run's files there and the directory is
+    /// renamed to `DIR`. A failure before `ready` leaves nothing behind; a
+    /// failure after it leaves `DIR.partial/error.txt` and is returned with
+    /// the partial directory named.
+    pub fn run_into<T, S>(
+        self,
+        work: impl FnOnce(&mut dyn FnMut() -> Result<()>) -> Result<T>,
+        write: impl FnOnce(&RunDir, T) -> Result<S>,
+    ) -> Result<(S, PathBuf)> {
+        let mut reserved = Some(self);
+        let mut dir = None;
+        let result = work(&mut || {
+            let reserved = reserved.take().context("the run started twice")?;
+            dir = Some(reserved.create()?);
+            Ok(())
+        });
+        let Some(dir) = dir else {
+            // The run never started: nothing was written.
+            return Err(result
+                .err()
+                .unwrap_or_else(|| anyhow::anyhow!("the run did not start")));
+        };
+        match result.and_then(|done| write(&dir, done)) {
+            Ok(s) => Ok((s, dir.finish()?)),
+            Err(e) => {
+                let partial = dir.fail(&e);
+                Err(e.context(format!("incomplete run left in {}", partial.display())))
+            }
+        }
+    }
+
     /// The normalised target.
     pub fn path(&self) -> &Path {
         &self.target
@@ -291,13 +328,30 @@ impl Reserved {
     }
 }
 
-/// Writes every file of a finished run; `replicas.csv` (every replica's
-/// rounds) only when `with_replicas` and there are several.
+/// The optional files of a run directory.
+#[derive(Debug, Clone, Copy)]
+pub struct Extras {
+    /// `replicas.csv`: every replica's rounds (written when there are several).
+    pub replicas: bool,
+    /// `models.safetensors`: the final models (written unless there are more
+    /// values than a server may hold).
+    pub models: bool,
+}
+
+impl Extras {
+    /// Every optional file (`fedcluster run` and `serve`).
+    pub const ALL: Self = Self {
+        replicas: true,
+        models: true,
+    };
+}
+
+/// Writes every file of a finished run, and the `extras` asked for.
 pub fn write_run(
     dir: &RunDir,
     config: &RunConfig,
     outcome: &Outcome,
-    with_replicas: bool,
+    extras: Extras,
 ) -> Result<Summary> {
     dir.write("config.toml", &config.to_toml()?)?;
     let selected = outcome
@@ -305,7 +359,7 @@ pub fn write_run(
         .iter()
         .filter(|r| r.replica == outcome.selected);
     dir.write("metrics.csv", &metrics_csv(selected, false))?;
-    if with_replicas && outcome.replicas > 1 {
+    if extras.replicas && outcome.replicas > 1 {
         dir.write("replicas.csv", &metrics_csv(&outcome.records, true))?;
     }
     let mut timing = String::from("round,seconds,bytes_down,bytes_up\n");
@@ -321,6 +375,14 @@ pub fn write_run(
         );
     }
     dir.write("timing.csv", &timing)?;
+    let values: usize = outcome.models.iter().map(Vec::len).sum();
+    if extras.models && !outcome.models.is_empty() && values as u128 <= MAX_MODEL_VALUES {
+        let (name, tensors) = &outcome.model;
+        dir.write_bytes(
+            MODELS_FILE,
+            &models::encode(name, tensors, &outcome.models)?,
+        )?;
+    }
     let summary = Summary::new(config, outcome);
     dir.write(
         "summary.json",

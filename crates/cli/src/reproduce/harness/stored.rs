@@ -15,7 +15,7 @@ use fedcluster_sim::record::RoundRecord;
 use super::spec::{Field, Metric};
 use crate::config::{DataConfig, RunConfig};
 use crate::experiment::Outcome;
-use crate::rundir::{Final, RunDir, Summary, write_run};
+use crate::rundir::{Extras, Final, RunDir, Summary, write_run};
 
 /// The file marking a run whose training diverged.
 const DIVERGED: &str = "diverged.txt";
@@ -37,7 +37,15 @@ pub fn save(dir: &Path, config: &RunConfig, outcome: Result<&Outcome, &str>) -> 
     let run = RunDir::create(dir, false)?;
     match outcome {
         Ok(outcome) => {
-            write_run(&run, config, outcome, false)?;
+            write_run(
+                &run,
+                config,
+                outcome,
+                Extras {
+                    replicas: false,
+                    models: false,
+                },
+            )?;
         }
         Err(why) => {
             run.write("config.toml", &config.to_toml()?)?;

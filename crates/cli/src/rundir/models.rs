@@ -1,0 +1,125 @@
+//! `models.safetensors`: a run's final cluster models, one tensor per layer and
+//! cluster (`cluster{j}.{layer}`, the names and shapes of
+//! [`fedcluster_core::Model::tensors`], `F32`), with the model's name and the
+//! cluster count in the header's metadata. Python reads it with
+//! `safetensors.numpy.load_file`; `fedcluster run --init-from FILE` starts a
+//! run from it.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use anyhow::{Context, Result, bail};
+use safetensors::tensor::{Dtype, SafeTensors, TensorView};
+
+use fedcluster_core::limits::MAX_MODEL_VALUES;
+use fedcluster_core::{Model, TensorSpec};
+
+/// The file's name in a run directory.
+pub const MODELS_FILE: &str = "models.safetensors";
+
+/// The safetensors bytes of `models`, each the flat vector of a model named
+/// `model` whose tensors are `tensors`.
+pub fn encode(model: &str, tensors: &[TensorSpec], models: &[Vec<f32>]) -> Result<Vec<u8>> {
+    let num_params: usize = tensors
+        .iter()
+        .map(|t| t.shape.iter().product::<usize>())
+        .sum();
+    let bytes: Vec<Vec<u8>> = models
+        .iter()
+        .map(|m| m.iter().flat_map(|v| v.to_le_bytes()).collect())
+        .collect();
+    let mut views = Vec::with_capacity(models.len() * tensors.len());
+    for (j, model_bytes) in bytes.iter().enumerate() {
+        if model_bytes.len() != 4 * num_params {
+            bail!(
+                "model {j} has {} values, the {model} model {num_params}",
+                model_bytes.len() / 4,
+            );
+        }
+        let mut at = 0;
+        for t in tensors {
+            let len = 4 * t.shape.iter().product::<usize>();
+            let view = TensorView::new(Dtype::F32, t.shape.clone(), &model_bytes[at..at + len])?;
+            views.push((format!("cluster{j}.{}", t.name), view));
+            at += len;
+        }
+    }
+    let metadata = HashMap::from([
+        ("model".to_string(), model.to_string()),
+        ("clusters".to_string(), models.len().to_string()),
+        ("format".to_string(), "fedcluster".to_string()),
+    ]);
+    Ok(safetensors::serialize(views, Some(metadata))?)
+}
+
+/// The cluster models in the safetensors file at `path`, checked against
+/// `model`: every `cluster{j}.{layer}` tensor present with the layer's shape,
+/// `F32`, for clusters `0..n`.
+pub fn load(path: &Path, model: &dyn Model) -> Result<Vec<Vec<f32>>> {
+    let bytes = read_bounded(path)?;
+    let file = SafeTensors::deserialize(&bytes)
+        .map_err(|e| anyhow::anyhow!("{}: not a safetensors file: {e}", path.display()))?;
+    let tensors = model.tensors();
+    let clusters = (0..)
+        .take_while(|j| {
+            let first = format!("cluster{j}.{}", tensors[0].name);
+            file.tensor(&first).is_ok()
+        })
+        .count();
+    if clusters == 0 {
+        bail!(
+            "{}: no tensor `cluster0.{}`: not the models of a {} model",
+            path.display(),
+            tensors[0].name,
+            model.name()
+        );
+    }
+    let mut models = Vec::with_capacity(clusters);
+    for j in 0..clusters {
+        let mut values = Vec::with_capacity(model.num_params());
+        for t in &tensors {
+            let name = format!("cluster{j}.{}", t.name);
+            let view = file
+                .tensor(&name)
+                .map_err(|_| anyhow::anyhow!("{}: tensor `{name}` is missing", path.display()))?;
+            if view.dtype() != Dtype::F32 || view.shape() != t.shape.as_slice() {
+                bail!(
+                    "{}: tensor `{name}` is {:?} {:?}, the {} model needs F32 {:?}",
+                    path.display(),
+                    view.dtype(),
+                    view.shape(),
+                    model.name(),
+                    t.shape
+                );
+            }
+            values.extend(
+                view.data()
+                    .chunks_exact(4)
+                    .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+            );
+        }
+        if let Some(i) = values.iter().position(|v| !v.is_finite()) {
+            bail!(
+                "{}: model {j} holds a non-finite value at coordinate {i}",
+                path.display()
+            );
+        }
+        models.push(values);
+    }
+    Ok(models)
+}
+
+/// The file's bytes, refused above what a server may hold.
+fn read_bounded(path: &Path) -> Result<Vec<u8>> {
+    let size = std::fs::metadata(path)
+        .with_context(|| format!("cannot read {}", path.display()))?
+        .len();
+    let limit = 4 * MAX_MODEL_VALUES as u64 + (1 << 20);
+    if size > limit {
+        bail!(
+            "{}: {size} bytes, more than models may hold ({limit})",
+            path.display()
+        );
+    }
+    std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))
+}
