@@ -24,10 +24,11 @@ pub trait Algorithm {
     type Down: Message + Serialize + DeserializeOwned;
     /// Client-to-server message.
     type Up: Message + Serialize + DeserializeOwned;
-    /// The server half.
-    type Server: ServerHalf<Down = Self::Down, Up = Self::Up>;
-    /// The client half; every client starts from a clone of it.
-    type Client: ClientHalf<Down = Self::Down, Up = Self::Up> + Clone;
+    /// The server half; serde, so a run can checkpoint it between rounds.
+    type Server: ServerHalf<Down = Self::Down, Up = Self::Up> + Serialize + DeserializeOwned;
+    /// The client half; every client starts from a clone of it. Serde, so a
+    /// run can checkpoint what each client keeps between rounds.
+    type Client: ClientHalf<Down = Self::Down, Up = Self::Up> + Clone + Serialize + DeserializeOwned;
 
     /// Whether the server starts from [`Setup::initial_models`] when given
     /// (its cluster models are drawn by the server, not trained by clients

@@ -9,7 +9,10 @@ use fedcluster_algorithms::{Algorithm, Checked, FieldError, Setup, TrueClusters,
 use fedcluster_core::{Model, ServerHalf, TensorSpec};
 use fedcluster_data::{DataSet, DataView, FederatedData};
 use fedcluster_sim::record::{RoundRecord, TestPick, TestSet, Truth, records};
-use fedcluster_sim::{InProcess, Transport, run};
+use fedcluster_sim::{InProcess, RoundEvent, Transport, run_from};
+use serde::{Deserialize, Serialize};
+
+use crate::checkpoint;
 
 use crate::config::{DataConfig, RunConfig};
 
@@ -29,6 +32,36 @@ pub struct Outcome {
     pub models: Vec<Vec<f32>>,
     /// The model's name and tensors, to write `models` with.
     pub model: (&'static str, Vec<TensorSpec>),
+}
+
+/// What the rounds run so far recorded: the part of an [`Outcome`] a
+/// checkpoint carries.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct SoFar {
+    /// One record per replica per round, round-major.
+    pub records: Vec<RoundRecord>,
+    /// The replica the algorithm selected after the last round run.
+    pub selected: usize,
+    /// Number of replicas.
+    pub replicas: usize,
+    /// Wall-clock seconds of the rounds run (every session of a resumed run).
+    pub wall_seconds: f64,
+    /// The selected replica's models, once the last round has run.
+    pub models: Vec<Vec<f32>>,
+}
+
+/// How an in-process run is driven besides its config: `ready` is called
+/// once the halves and the transport are built, just before the first round
+/// (everything that can reject the config has passed: it may create the run
+/// directory); `progress` after every round; `checkpoint` says when to
+/// checkpoint and whether to resume.
+pub struct Control<'p> {
+    /// Called once, just before the first round.
+    pub ready: &'p mut dyn FnMut() -> Result<()>,
+    /// Called after every round.
+    pub progress: &'p mut dyn FnMut(Progress),
+    /// Checkpointing (`fedcluster run`; `None`: never).
+    pub checkpoint: Option<crate::checkpoint::Policy>,
 }
 
 impl Outcome {
@@ -181,19 +214,20 @@ pub fn execute_with(
     model: &dyn Model,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Outcome> {
-    execute_when_ready(config, data, model, &mut || Ok(()), progress)
+    let control = Control {
+        ready: &mut || Ok(()),
+        progress,
+        checkpoint: None,
+    };
+    execute_controlled(config, data, model, control)
 }
 
-/// [`execute_with`], calling `ready` once the algorithm's halves and the
-/// transport are built, just before the first round: everything that can
-/// reject the config has then passed, so `ready` may create the run
-/// directory.
-pub fn execute_when_ready(
+/// [`execute_with`] under `control` (see [`Control`]).
+pub fn execute_controlled(
     config: &RunConfig,
     data: &DataView<'_>,
     model: &dyn Model,
-    ready: &mut dyn FnMut() -> Result<()>,
-    progress: &mut dyn FnMut(Progress),
+    control: Control<'_>,
 ) -> Result<Outcome> {
     let sizes = client_sizes(data);
     let initial = initial_models(config, model)?;
@@ -203,8 +237,7 @@ pub fn execute_when_ready(
             initial_models: initial.as_deref(),
             ..setup(config, data, model, &sizes)
         },
-        ready,
-        progress,
+        control,
     };
     config.algorithm.visit(run).map_err(algorithm_field)?
 }
@@ -266,8 +299,7 @@ pub fn algorithm_field(e: FieldError) -> anyhow::Error {
 struct InProcessRun<'a, 'p> {
     driver: Driver<'a>,
     setup: Setup<'a>,
-    ready: &'p mut dyn FnMut() -> Result<()>,
-    progress: &'p mut dyn FnMut(Progress),
+    control: Control<'p>,
 }
 
 impl Visit for InProcessRun<'_, '_> {
@@ -275,7 +307,7 @@ impl Visit for InProcessRun<'_, '_> {
     fn visit<A: Algorithm>(self, config: Checked<A::Config>) -> Result<Outcome> {
         check_starts_from::<A>(self.driver.config, &self.setup)?;
         let client = A::client(&config);
-        let server = A::server(config, &self.setup).map_err(algorithm_field)?;
+        let mut server = A::server(config, &self.setup).map_err(algorithm_field)?;
         let d = &self.driver;
         let mut transport = InProcess::with_prototype(
             client,
@@ -284,8 +316,40 @@ impl Visit for InProcessRun<'_, '_> {
             d.config.seed,
             d.config.threads,
         )?;
-        (self.ready)()?;
-        d.drive(server, &mut transport, self.progress)
+        let Control {
+            ready,
+            progress,
+            checkpoint,
+        } = self.control;
+        ready()?;
+        let Some(policy) = checkpoint else {
+            return d.drive(server, &mut transport, progress);
+        };
+        let key = checkpoint::config_key(d.config)?;
+        let (mut first, mut so_far) = (0, SoFar::default());
+        if policy.resume
+            && let Some(saved) = checkpoint::load::<A::Server, A::Client>(&policy.path, &key)?
+        {
+            server = saved.server;
+            transport.restore_halves(saved.clients)?;
+            (first, so_far) = (saved.next_round, saved.so_far);
+        }
+        let mut schedule = checkpoint::Schedule::new(policy);
+        let rounds = d.config.rounds;
+        d.drive_from(
+            server,
+            &mut transport,
+            progress,
+            first,
+            so_far,
+            |round, s, t, so_far| {
+                if !schedule.due(round, rounds) {
+                    return Ok(());
+                }
+                let clients = t.stored_halves();
+                checkpoint::save(schedule.path(), &key, round + 1, so_far, s, clients)
+            },
+        )
     }
 }
 
@@ -323,9 +387,36 @@ impl<'a> Driver<'a> {
     /// every round.
     pub(crate) fn drive<S, T>(
         &self,
+        server: S,
+        transport: &mut T,
+        progress: &mut dyn FnMut(Progress),
+    ) -> Result<Outcome>
+    where
+        S: ServerHalf,
+        T: Transport<S::Down, S::Up>,
+    {
+        let no_checkpoint = |_: usize, _: &S, _: &T, _: &SoFar| Ok(());
+        self.drive_from(
+            server,
+            transport,
+            progress,
+            0,
+            SoFar::default(),
+            no_checkpoint,
+        )
+    }
+
+    /// [`Driver::drive`] from round `first`, after the rounds `so_far`
+    /// recorded (a resumed run), calling `after` with the round, the server,
+    /// the transport and the records so far once each round is recorded.
+    pub(crate) fn drive_from<S, T>(
+        &self,
         mut server: S,
         transport: &mut T,
         progress: &mut dyn FnMut(Progress),
+        first: usize,
+        so_far: SoFar,
+        mut after: impl FnMut(usize, &S, &T, &SoFar) -> Result<()>,
     ) -> Result<Outcome>
     where
         S: ServerHalf,
@@ -344,35 +435,48 @@ impl<'a> Driver<'a> {
             pick: cfg.test_pick,
             local_models: cfg.local_eval_models,
         };
-        let mut all = Vec::new();
-        let (mut selected, mut replicas) = (0, 0);
-        let mut models = Vec::new();
-        let start = Instant::now();
-        run(&mut server, transport, cfg.rounds, cfg.seed, |event| {
+        let (start, earlier) = (Instant::now(), so_far.wall_seconds);
+        let state = std::cell::RefCell::new(so_far);
+        let observe = |event: RoundEvent<'_>| {
             let last = event.round + 1 == cfg.rounds;
-            let periodic = (cfg.eval_every > 0 && (event.round + 1) % cfg.eval_every == 0)
+            let periodic = (cfg.eval_every > 0 && (event.round + 1).is_multiple_of(cfg.eval_every))
                 || cfg.eval_at.contains(&(event.round + 1));
             let evaluate = (last || periodic) && self.data.test.num_clients() > 0;
             let recs = records(&event, &truth, evaluate.then_some(&test));
-            selected = event.snapshot.selected;
-            if last && let Some(replica) = event.snapshot.replicas.get(selected) {
-                models = replica.models.iter().map(|m| m.to_vec()).collect();
+            let mut s = state.borrow_mut();
+            s.selected = event.snapshot.selected;
+            if last && let Some(replica) = event.snapshot.replicas.get(s.selected) {
+                s.models = replica.models.iter().map(|m| m.to_vec()).collect();
             }
-            replicas = recs.len();
+            s.replicas = recs.len();
             progress(Progress {
                 round: event.round,
-                train_loss: recs.get(selected).and_then(|r| r.train_loss),
+                train_loss: recs.get(s.selected).and_then(|r| r.train_loss),
             });
-            all.extend(recs);
+            s.records.extend(recs);
+            s.wall_seconds = earlier + start.elapsed().as_secs_f64();
             Ok(())
-        })
+        };
+        let checkpoint = |round: usize, s: &S, t: &T| {
+            after(round, s, t, &state.borrow()).map_err(|e| format!("{e:#}"))
+        };
+        run_from(
+            &mut server,
+            transport,
+            first,
+            cfg.rounds,
+            cfg.seed,
+            observe,
+            checkpoint,
+        )
         .context("federated run failed")?;
+        let s = state.into_inner();
         Ok(Outcome {
-            records: all,
-            selected,
-            replicas,
-            wall_seconds: start.elapsed().as_secs_f64(),
-            models,
+            records: s.records,
+            selected: s.selected,
+            replicas: s.replicas,
+            wall_seconds: earlier + start.elapsed().as_secs_f64(),
+            models: s.models,
             model: (self.model.name(), self.model.tensors()),
         })
     }

@@ -4,6 +4,7 @@
 
 pub mod bench;
 pub mod certs;
+pub mod checkpoint;
 pub mod config;
 pub mod data_command;
 pub mod experiment;

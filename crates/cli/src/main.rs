@@ -2,17 +2,19 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 
 use fedcluster_cli::bench::{BenchOptions, Benchmark, gemm_peak, run_bench};
+use fedcluster_cli::checkpoint::{CHECKPOINT_FILE, Policy};
 use fedcluster_cli::config::{DEFAULT_CONFIG, RunConfig, data_dir_override, init_from_override};
 use fedcluster_cli::experiment::{
-    build_data_set, build_model, execute_when_ready, round_bar, show_progress,
+    Control, build_data_set, build_model, execute_controlled, round_bar, show_progress,
 };
 use fedcluster_cli::reproduce_command::Reproduce;
-use fedcluster_cli::rundir::{Extras, RunDir, free_run_dir, write_run};
+use fedcluster_cli::rundir::{Extras, RunDir, free_run_dir, sibling, write_run};
 use fedcluster_cli::table::{metric, render};
 
 /// mimalloc keeps freed pages for reuse: every round allocates and frees the
@@ -57,6 +59,13 @@ enum Command {
         /// Replace an existing run directory.
         #[arg(long)]
         overwrite: bool,
+        /// Continue an interrupted run from the checkpoint in <out>.partial
+        /// (the same config, --set values and --out).
+        #[arg(long, requires = "out")]
+        resume: bool,
+        /// Checkpoint every N rounds (0: every 60 s, and after the last round).
+        #[arg(long, value_name = "N", default_value_t = 0)]
+        checkpoint_every: usize,
         /// No progress bar.
         #[arg(long, short)]
         quiet: bool,
@@ -118,12 +127,20 @@ impl Command {
                 data_dir,
                 init_from,
                 overwrite,
+                resume,
+                checkpoint_every,
                 quiet,
             } => {
                 let mut overrides = overrides;
                 overrides.extend(data_dir.as_deref().map(data_dir_override));
                 overrides.extend(init_from.as_deref().map(init_from_override));
-                run(config, out, overrides, threads, overwrite, quiet)
+                let output = Output {
+                    overwrite,
+                    resume,
+                    checkpoint_every,
+                    quiet,
+                };
+                run(config, out, overrides, threads, output)
             }
             Command::Reproduce { experiment } => experiment.run(),
             Command::Data { command } => command.run(),
@@ -157,13 +174,20 @@ impl Command {
     }
 }
 
+/// How `run` writes its directory.
+struct Output {
+    overwrite: bool,
+    resume: bool,
+    checkpoint_every: usize,
+    quiet: bool,
+}
+
 fn run(
     path: Option<PathBuf>,
     out: Option<PathBuf>,
     mut overrides: Vec<String>,
     threads: Option<usize>,
-    overwrite: bool,
-    quiet: bool,
+    output: Output,
 ) -> Result<()> {
     if let Some(t) = threads {
         overrides.push(format!("threads={t}"));
@@ -184,16 +208,25 @@ fn run(
     // Problems with the output, the data, the model or the algorithm's setup
     // surface before any directory exists: the target is reserved (checked and
     // locked) now and created just before the first round.
-    let reserved = RunDir::reserve(&out, overwrite)?;
+    let reserved = RunDir::reserve_to_resume(&out, output.overwrite, output.resume)?;
+    let checkpoint = Policy {
+        path: sibling(reserved.path(), "partial").join(CHECKPOINT_FILE),
+        every_rounds: output.checkpoint_every,
+        every: Duration::from_secs(60),
+        resume: output.resume,
+    };
     let data_set = build_data_set(&config)?;
     let data = data_set.view();
     let model = build_model(&config, &data)?;
-    let bar = round_bar(config.rounds, quiet);
+    let bar = round_bar(config.rounds, output.quiet);
     let (summary, written) = reserved.run_into(
         |ready| {
-            let outcome = execute_when_ready(&config, &data, model.as_ref(), ready, &mut |p| {
-                show_progress(&bar, p)
-            });
+            let control = Control {
+                ready,
+                progress: &mut |p| show_progress(&bar, p),
+                checkpoint: Some(checkpoint),
+            };
+            let outcome = execute_controlled(&config, &data, model.as_ref(), control);
             bar.finish_and_clear();
             outcome
         },

@@ -55,7 +55,7 @@ pub struct Pull<'a> {
 /// An optimizer's state, kept by the client between rounds: Adam's moments
 /// and step count, or SGD's momentum buffer (`first`). Empty until the first
 /// step, which sizes it.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct OptimizerState {
     /// Adam's first moment `m`, or SGD's momentum buffer `u`.
     pub first: Vec<f32>,

@@ -47,8 +47,14 @@ fn start(num_clients: usize, min_clients: usize, round_timeout: Duration) -> Coo
     .unwrap()
 }
 
-/// What one round delivered (or its error), and the counters after it.
-type RoundResult = (Result<Vec<(ClientId, Vector)>, String>, NetStats);
+/// What one round delivered (or its error), the counters after it, and the
+/// coordinator itself: the test drops it once its clients are done, so a
+/// reply in flight when the round closed is not cut off (broken pipe).
+type RoundResult = (
+    Result<Vec<(ClientId, Vector)>, String>,
+    NetStats,
+    Coordinator,
+);
 
 /// Runs one round of `plan` on a thread.
 fn round_in_background(
@@ -86,7 +92,7 @@ fn round_in_background(
         .map(|()| got)
         .map_err(|e| e.to_string());
         let stats = coordinator.stats();
-        tx.send((result, stats)).unwrap();
+        tx.send((result, stats, coordinator)).unwrap();
     });
     rx
 }
@@ -198,9 +204,22 @@ fn tampered_chunks_nan_and_malformed_replies_are_rejected_and_never_delivered() 
         let good = reply_chunk(vec![5.0; 3]);
         assert!(push(&mut rpc, &s0, good).await.0);
     });
-    let (delivered, stats) = done.recv_timeout(Duration::from_secs(30)).unwrap();
+    let (delivered, stats, _coordinator) = done.recv_timeout(Duration::from_secs(30)).unwrap();
     assert_eq!(delivered.unwrap(), vec![(0, Vector(vec![5.0; 3]))]);
     assert_eq!(stats.rejected, 3, "{stats:?}");
+    // Each rejection is recorded with its client and reason.
+    let issues: Vec<(u32, &str)> = stats
+        .issues
+        .iter()
+        .map(|i| (i.client as u32, i.outcome))
+        .collect();
+    assert_eq!(
+        issues,
+        [(0, "rejected"), (1, "rejected"), (2, "rejected")],
+        "{stats:?}"
+    );
+    assert!(stats.issues[0].reason.contains("SHA-256"), "{stats:?}");
+    assert!(stats.issues[1].reason.contains("non-finite"), "{stats:?}");
 }
 
 #[test]
@@ -218,7 +237,7 @@ fn a_silent_client_is_dropped_and_the_round_completes_with_min_clients() {
         let reply = reply_chunk(vec![3.0]);
         assert!(push(&mut rpc, &s0, reply).await.0);
     });
-    let (delivered, stats) = done.recv_timeout(Duration::from_secs(30)).unwrap();
+    let (delivered, stats, _coordinator) = done.recv_timeout(Duration::from_secs(30)).unwrap();
     assert_eq!(delivered.unwrap(), vec![(0, Vector(vec![3.0]))]);
     assert_eq!(stats.dropped, 1);
 }
@@ -236,7 +255,7 @@ fn a_round_below_min_clients_fails_with_a_clear_error() {
         register(&mut rpc, 0).await;
         register(&mut rpc, 1).await;
     });
-    let (delivered, _) = done.recv_timeout(Duration::from_secs(30)).unwrap();
+    let (delivered, _, _coordinator) = done.recv_timeout(Duration::from_secs(30)).unwrap();
     let err = delivered.unwrap_err();
     assert!(
         err.contains("0 of 2 replies") && err.contains("min_clients = 2"),

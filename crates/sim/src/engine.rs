@@ -33,14 +33,42 @@ pub fn run<S, T>(
     transport: &mut T,
     rounds: usize,
     seed: u64,
+    observe: impl FnMut(RoundEvent<'_>) -> Result<(), String>,
+) -> Result<(), EngineError>
+where
+    S: ServerHalf,
+    T: Transport<S::Down, S::Up>,
+{
+    run_from(
+        server,
+        transport,
+        0,
+        rounds,
+        seed,
+        observe,
+        |_, _, _| Ok(()),
+    )
+}
+
+/// [`run`] from round `first` (a run resumed from a checkpoint of the
+/// server and client state after round `first - 1`), calling `after` with
+/// the round, the server and the transport once the round is observed (to
+/// checkpoint them).
+pub fn run_from<S, T>(
+    server: &mut S,
+    transport: &mut T,
+    first: usize,
+    rounds: usize,
+    seed: u64,
     mut observe: impl FnMut(RoundEvent<'_>) -> Result<(), String>,
+    mut after: impl FnMut(usize, &S, &T) -> Result<(), String>,
 ) -> Result<(), EngineError>
 where
     S: ServerHalf,
     T: Transport<S::Down, S::Up>,
 {
     let num_clients = transport.num_clients();
-    for round in 0..rounds {
+    for round in first..rounds {
         let start = Instant::now();
         let ctx = RoundCtx {
             round,
@@ -90,6 +118,7 @@ where
             snapshot,
         })
         .map_err(EngineError::Stopped)?;
+        after(round, server, transport).map_err(EngineError::Stopped)?;
     }
     Ok(())
 }

@@ -13,6 +13,6 @@ mod error;
 pub mod record;
 mod transport;
 
-pub use engine::{RoundEvent, run};
+pub use engine::{RoundEvent, run, run_from};
 pub use error::EngineError;
 pub use transport::{InProcess, Transport, check_plan};

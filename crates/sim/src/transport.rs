@@ -114,6 +114,38 @@ impl<C: Clone> Halves<C> {
         }
     }
 
+    /// Every stored half with its client, in id order (sparse: the clients
+    /// that have taken part; the others are still the prototype).
+    fn stored(&self) -> Vec<(ClientId, &C)> {
+        match self {
+            Halves::Dense(halves) => halves.iter().enumerate().collect(),
+            Halves::Sparse { kept, .. } => {
+                let mut stored: Vec<(ClientId, &C)> = kept.iter().map(|(id, c)| (*id, c)).collect();
+                stored.sort_unstable_by_key(|(id, _)| *id);
+                stored
+            }
+        }
+    }
+
+    /// Puts back halves [`Halves::stored`] gave (from a checkpoint).
+    fn restore(&mut self, halves: Vec<(ClientId, C)>) -> Result<(), EngineError> {
+        for (id, half) in halves {
+            match self {
+                Halves::Dense(all) => {
+                    let clients = all.len();
+                    let slot = all.get_mut(id).ok_or_else(|| {
+                        EngineError::Setup(format!("checkpoint names client {id} of {clients}"))
+                    })?;
+                    *slot = half;
+                }
+                Halves::Sparse { kept, .. } => {
+                    kept.insert(id, half);
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Puts the round's halves back (sparse store).
     fn put_back(&mut self) {
         if let Halves::Sparse { kept, out, .. } = self {
@@ -202,6 +234,18 @@ impl<'a, C: Clone> InProcess<'a, C> {
         threads: usize,
     ) -> Result<Self, EngineError> {
         Self::build(Halves::sparse(prototype), data, model, seed, threads)
+    }
+
+    /// The client halves that hold state of their own, with their ids, in id
+    /// order: every client's (dense store) or those that have taken part
+    /// (sparse store). What a checkpoint saves.
+    pub fn stored_halves(&self) -> Vec<(ClientId, &C)> {
+        self.halves.stored()
+    }
+
+    /// Puts back the halves [`InProcess::stored_halves`] gave (a resumed run).
+    pub fn restore_halves(&mut self, halves: Vec<(ClientId, C)>) -> Result<(), EngineError> {
+        self.halves.restore(halves)
     }
 
     fn build(

@@ -67,7 +67,7 @@ impl Validate for Config {
 }
 
 /// The server half of CFL.
-#[derive(Debug)]
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub struct CflServer {
     config: Checked<Config>,
     p: usize,

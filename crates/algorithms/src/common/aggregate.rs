@@ -15,7 +15,7 @@ pub enum Aggregation {
 
 /// Running sums for model averaging over a stream of replies: add each
 /// contribution as it arrives, then [`ModelSums::finish`] into the models.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct ModelSums {
     sums: Vec<f64>,
     weights: Vec<f64>,
@@ -61,7 +61,7 @@ impl ModelSums {
 
 /// The sample-weighted mean training loss of a round: each client's loss at
 /// its starting model, weighted by its number of samples.
-#[derive(Debug, Default, Clone, Copy)]
+#[derive(Debug, Default, Clone, Copy, serde::Serialize, serde::Deserialize)]
 pub struct LossMeter {
     sum: f64,
     samples: usize,

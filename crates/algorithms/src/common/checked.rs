@@ -38,9 +38,17 @@ pub trait Validate {
     fn validate(&self) -> Result<(), FieldError>;
 }
 
-/// A config that passed [`Validate::validate`].
-#[derive(Debug, Clone)]
+/// A config that passed [`Validate::validate`]. It serialises as the config
+/// itself and is validated again when read back (a checkpoint).
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(transparent)]
 pub struct Checked<T>(T);
+
+impl<'de, T: Validate + serde::Deserialize<'de>> serde::Deserialize<'de> for Checked<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Checked::new(T::deserialize(deserializer)?).map_err(serde::de::Error::custom)
+    }
+}
 
 impl<T: Validate> Checked<T> {
     /// Validates `config`.

@@ -150,7 +150,7 @@ impl Optimizer {
 }
 
 /// An optimizer and its state.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct LocalTrainer {
     optimizer: Optimizer,
     state: OptimizerState,

@@ -9,7 +9,7 @@ use crate::common::trainer::{LocalTrainer, Optimizer};
 
 /// The client half of FedAvg. It keeps only its optimizer's state (Adam's
 /// moments) between rounds.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct FedAvgClient {
     aggregation: Aggregation,
     lr: f32,

@@ -15,7 +15,7 @@ use crate::common::sampling::participants;
 use crate::table::Setup;
 
 /// The server half of FedAvg with a fixed assignment.
-#[derive(Debug)]
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub struct FedAvgServer {
     config: Checked<Config>,
     p: usize,

@@ -15,7 +15,7 @@ use crate::common::messages::{ClusterModel, ModelReply};
 use crate::common::sampling::participants;
 
 /// The server half of FedAvgM.
-#[derive(Debug)]
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub struct FedAvgMServer {
     config: Checked<Config>,
     /// The global model `w_t`.

@@ -9,7 +9,7 @@ use super::{Centres, Config, SoftReply};
 use crate::common::trainer::LocalTrainer;
 
 /// The client half of FedSoft.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct FedSoftClient {
     lr: f32,
     mu: f32,

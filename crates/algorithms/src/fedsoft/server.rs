@@ -89,7 +89,7 @@ impl Validate for Config {
 }
 
 /// The server half of FedSoft.
-#[derive(Debug)]
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub struct FedSoftServer {
     config: Checked<Config>,
     p: usize,

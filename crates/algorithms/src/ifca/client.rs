@@ -9,7 +9,7 @@ use crate::common::trainer::{LocalTrainer, Optimizer};
 
 /// The client half of IFCA. It keeps only its optimizer's state (Adam's
 /// moments, one per replica) between rounds.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct IfcaClient {
     step: LocalStep,
     trainers: Vec<LocalTrainer>,

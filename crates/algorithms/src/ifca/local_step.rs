@@ -12,7 +12,7 @@ use crate::common::trainer::{LocalTrainer, Optimizer};
 /// What a client does from the model it picked: the algorithm's options, a
 /// closed set (the config's `aggregation`, `momentum` and `optimizer` keys
 /// select one, see [`super::Config::local_step`]).
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum LocalStep {
     /// Option I: send the gradient at the chosen model.
     Gradient,

@@ -22,7 +22,7 @@ use crate::common::sampling::participants;
 pub const DIVERGED_LOSS_GROWTH: f64 = 1e8;
 
 /// One independent IFCA run (a random restart).
-#[derive(Debug)]
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 struct Replica {
     /// `k x p` cluster models.
     models: Vec<f32>,
@@ -39,7 +39,7 @@ struct Replica {
 }
 
 /// What the server gathers during a round, per active replica.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
 struct RoundState {
     /// First client whose reply for the replica was not finite.
     failed: Vec<Option<ClientId>>,
@@ -54,7 +54,7 @@ struct RoundState {
 }
 
 /// The server half of IFCA.
-#[derive(Debug)]
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub struct IfcaServer {
     config: Checked<Config>,
     p: usize,

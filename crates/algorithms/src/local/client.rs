@@ -8,7 +8,7 @@ use crate::common::messages::ModelReply;
 use crate::common::trainer::{LocalTrainer, Optimizer};
 
 /// The client half of local training.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct LocalClient {
     lr: f32,
     local_steps: usize,

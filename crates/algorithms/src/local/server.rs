@@ -61,7 +61,7 @@ impl Message for TrainLocally {
 }
 
 /// The local-training server half.
-#[derive(Debug)]
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub struct LocalServer {
     config: Checked<Config>,
     p: usize,

@@ -10,7 +10,7 @@ use crate::common::trainer::{LocalTrainer, Optimizer};
 use crate::fedavg::FedAvgClient;
 
 /// The client half of one-shot clustering.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct OneShotClient {
     erm_steps: usize,
     erm_lr: f32,

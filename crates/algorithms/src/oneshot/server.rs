@@ -14,7 +14,7 @@ use crate::fedavg::FedAvgServer;
 /// Lloyd iterations per k-means restart.
 const KMEANS_MAX_ITER: usize = 300;
 
-#[derive(Debug)]
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 enum Phase {
     /// Waiting for every client's local ERM.
     Erm,
@@ -23,7 +23,7 @@ enum Phase {
 }
 
 /// The server half of one-shot clustering.
-#[derive(Debug)]
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub struct OneShotServer {
     config: Checked<Config>,
     num_clients: usize,

@@ -10,7 +10,7 @@ use crate::common::trainer::{LocalTrainer, Optimizer};
 use crate::ifca::local_step::{LocalStep, RoundModels, client_round};
 
 /// The client half of SR-FCA.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct SrFcaClient {
     local_steps: usize,
     local_lr: f32,

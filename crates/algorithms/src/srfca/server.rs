@@ -18,7 +18,7 @@ use crate::common::checked::Checked;
 pub const MAX_CLIENTS: usize = 10_000;
 
 /// Where the protocol stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 enum Stage {
     /// ONE_SHOT: the clients train their local models.
     Local,
@@ -35,7 +35,7 @@ enum Stage {
 }
 
 /// The server half of SR-FCA.
-#[derive(Debug)]
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub struct SrFcaServer {
     config: Checked<Config>,
     p: usize,

@@ -13,7 +13,7 @@ use super::moments::{
 use crate::common::messages::ModelReply;
 
 /// The client half of the two-phase method.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct TwoPhaseClient {
     k: usize,
     lr: f32,

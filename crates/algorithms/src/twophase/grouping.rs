@@ -6,7 +6,7 @@ use fedcluster_core::params::dist;
 use crate::common::graph::connected_components;
 
 /// The `k` centres and which centre each anchor joined.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Grouping {
     /// `k x d` centres, back to back.
     pub centres: Vec<f32>,

@@ -119,7 +119,7 @@ pub fn add_moment_product(eps: &[f32], d: usize, q: &[f32], k: usize, out: &mut 
 }
 
 /// The constants of an anchor's step.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, serde::Serialize, serde::Deserialize)]
 pub struct StepRule {
     /// Power-iteration steps `T₂`.
     pub power_steps: usize,

@@ -17,7 +17,7 @@ use super::subspace::{orthonormalize, random_orthonormal, top_left_singular};
 pub(super) const MAX_SVD_DIM: usize = 4096;
 
 /// Phase 1's state at the server.
-#[derive(Debug)]
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct MomentDescent {
     cfg: Phase1,
     k: usize,

@@ -18,7 +18,7 @@ use crate::common::aggregate::LossMeter;
 use crate::common::sampling::participants;
 
 /// Phase 2's state at the server.
-#[derive(Debug)]
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct Refinement {
     p: usize,
     participation: f64,

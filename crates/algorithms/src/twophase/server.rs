@@ -11,7 +11,7 @@ use super::phase2::Refinement;
 use crate::common::checked::Checked;
 
 /// The server half of the two-phase method.
-#[derive(Debug)]
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub struct TwoPhaseServer {
     /// Parameters per model.
     p: usize,

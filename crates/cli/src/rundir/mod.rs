@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
 use fedcluster_sim::record::RoundRecord;
@@ -23,6 +23,7 @@ pub use target::{DirLock, RUN_FILES, check_target, normalise, sibling};
 
 use fedcluster_core::limits::MAX_MODEL_VALUES;
 
+use crate::checkpoint::{CHECKPOINT_FILE, CHECKPOINT_TMP};
 use crate::config::RunConfig;
 use crate::experiment::Outcome;
 
@@ -206,17 +207,37 @@ pub struct RunDir {
 pub struct Reserved {
     target: PathBuf,
     lock: DirLock,
+    overwrite: bool,
+    resume: bool,
 }
 
 impl RunDir {
     /// Checks `target` (see [`target`]: it must be new or empty, or with
     /// `overwrite` a run directory) and takes its lock.
     pub fn reserve(target: &Path, overwrite: bool) -> Result<Reserved> {
+        Self::reserve_to_resume(target, overwrite, false)
+    }
+
+    /// [`RunDir::reserve`]; with `resume`, the run continues from the
+    /// checkpoint in `DIR.partial` (and `DIR` must not be complete already).
+    pub fn reserve_to_resume(target: &Path, overwrite: bool, resume: bool) -> Result<Reserved> {
+        let normal = normalise(target)?;
+        if resume && normal.exists() && !sibling(&normal, "partial").exists() {
+            bail!(
+                "{} is complete: there is nothing to resume",
+                normal.display()
+            );
+        }
         let target = check_target(target, overwrite)?;
         let lock = DirLock::take(&target)?;
         // Checked again under the lock: another process may have written it.
         let target = check_target(&target, overwrite)?;
-        Ok(Reserved { target, lock })
+        Ok(Reserved {
+            target,
+            lock,
+            overwrite,
+            resume,
+        })
     }
 
     /// [`RunDir::reserve`] then [`Reserved::create`].
@@ -254,6 +275,13 @@ impl RunDir {
     /// Moves the finished directory into place (replacing the run directory
     /// there, checked again now).
     pub fn finish(self) -> Result<PathBuf> {
+        for name in [CHECKPOINT_FILE, CHECKPOINT_TMP] {
+            let path = self.partial.join(name);
+            if path.exists() {
+                fs::remove_file(&path)
+                    .with_context(|| format!("cannot remove {}", path.display()))?;
+            }
+        }
         if self.target.exists() {
             target::check_replaceable(&self.target)?;
             fs::remove_dir_all(&self.target)
@@ -313,6 +341,21 @@ impl Reserved {
     /// holds nothing but run files).
     pub fn create(self) -> Result<RunDir> {
         let partial = sibling(&self.target, "partial");
+        let checkpointed = partial.join(CHECKPOINT_FILE).exists();
+        if self.resume && checkpointed {
+            return Ok(RunDir {
+                target: self.target,
+                partial,
+                _lock: self.lock,
+            });
+        }
+        if checkpointed && !self.overwrite {
+            bail!(
+                "{} holds the checkpoint of an interrupted run: pass --resume to continue it \
+                 or --overwrite to start over",
+                partial.display()
+            );
+        }
         if partial.exists() {
             target::check_replaceable(&partial)?;
             fs::remove_dir_all(&partial)

@@ -22,6 +22,8 @@ pub const RUN_FILES: &[&str] = &[
     "replies.csv",
     "diverged.txt",
     "error.txt",
+    "checkpoint.bin",
+    "checkpoint.bin.tmp",
 ];
 
 /// `path` with its redundant parts gone (`newdir/` → `newdir`, `a/./b` →

@@ -1,0 +1,165 @@
+//! The checkpoint of an in-process run (`fedcluster run --resume`): after a
+//! round, the server half, every client half that holds state, the records so
+//! far and the next round, written into `DIR.partial/checkpoint.bin`
+//! atomically (a temporary file, synced, then renamed). Random streams are
+//! keyed by (seed, purpose, round, client), so nothing else is needed: a run
+//! resumed from a checkpoint computes exactly what the uninterrupted run
+//! computed after that round, and writes the same `metrics.csv`.
+//!
+//! The file is `MAGIC` then MessagePack (self-describing, as the configs'
+//! tagged enums need; floats kept bit for bit): the resolved config (with `threads`
+//! cleared, since results do not depend on it), the next round, the records
+//! so far, the server and the clients' `(id, half)` pairs. A checkpoint of
+//! another config is refused, naming the file.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+use fedcluster_core::ClientId;
+
+use crate::config::RunConfig;
+use crate::experiment::SoFar;
+
+/// The checkpoint's name in `DIR.partial`.
+pub const CHECKPOINT_FILE: &str = "checkpoint.bin";
+/// Its temporary name while being written.
+pub const CHECKPOINT_TMP: &str = "checkpoint.bin.tmp";
+/// The first bytes of a checkpoint (format version 1).
+const MAGIC: &[u8; 8] = b"FCCKPT01";
+
+/// When a run checkpoints.
+#[derive(Debug, Clone)]
+pub struct Policy {
+    /// The checkpoint file.
+    pub path: PathBuf,
+    /// Every this many rounds; 0: whenever `every` has passed since the last.
+    pub every_rounds: usize,
+    /// The time between checkpoints when `every_rounds` is 0.
+    pub every: Duration,
+    /// Continue from the checkpoint at `path` (if there is one).
+    pub resume: bool,
+}
+
+/// What a checkpoint holds, borrowed for writing.
+#[derive(Serialize)]
+struct SavedRef<'a, S, C> {
+    config: &'a str,
+    next_round: usize,
+    so_far: &'a SoFar,
+    server: &'a S,
+    clients: Vec<(ClientId, &'a C)>,
+}
+
+/// What a checkpoint holds, read back.
+#[derive(Deserialize)]
+pub struct Saved<S, C> {
+    config: String,
+    /// The first round still to run.
+    pub next_round: usize,
+    /// The records (and final models) of the rounds before it.
+    pub so_far: SoFar,
+    /// The server half after them.
+    pub server: S,
+    /// The client halves that hold state, with their ids.
+    pub clients: Vec<(ClientId, C)>,
+}
+
+/// The config as a checkpoint records it: resolved, `threads` cleared.
+pub fn config_key(config: &RunConfig) -> Result<String> {
+    let mut config = config.clone();
+    config.threads = 0;
+    config.to_toml()
+}
+
+/// Decides after each round whether to checkpoint.
+pub struct Schedule {
+    policy: Policy,
+    last: Instant,
+}
+
+impl Schedule {
+    /// Starts the clock.
+    pub fn new(policy: Policy) -> Self {
+        Self {
+            policy,
+            last: Instant::now(),
+        }
+    }
+
+    /// Whether to checkpoint after `round` (from 0) of `rounds`: always after
+    /// the last (so a run killed while writing its directory resumes there).
+    pub fn due(&mut self, round: usize, rounds: usize) -> bool {
+        let due = round + 1 == rounds
+            || match self.policy.every_rounds {
+                0 => self.last.elapsed() >= self.policy.every,
+                n => (round + 1).is_multiple_of(n),
+            };
+        if due {
+            self.last = Instant::now();
+        }
+        due
+    }
+
+    /// The checkpoint file.
+    pub fn path(&self) -> &Path {
+        &self.policy.path
+    }
+}
+
+/// Writes a checkpoint atomically.
+pub fn save<S: Serialize, C: Serialize>(
+    path: &Path,
+    config: &str,
+    next_round: usize,
+    so_far: &SoFar,
+    server: &S,
+    clients: Vec<(ClientId, &C)>,
+) -> Result<()> {
+    let saved = SavedRef {
+        config,
+        next_round,
+        so_far,
+        server,
+        clients,
+    };
+    let body = rmp_serde::to_vec_named(&saved).context("cannot encode the checkpoint")?;
+    let tmp = path.with_file_name(CHECKPOINT_TMP);
+    let context = || format!("cannot write the checkpoint {}", tmp.display());
+    let mut file = std::fs::File::create(&tmp).with_context(context)?;
+    file.write_all(MAGIC).with_context(context)?;
+    file.write_all(&body).with_context(context)?;
+    file.sync_all().with_context(context)?;
+    std::fs::rename(&tmp, path)
+        .with_context(|| format!("cannot write the checkpoint {}", path.display()))
+}
+
+/// Reads the checkpoint at `path`, written by a run of the config `config`
+/// ([`config_key`]); `None` when there is none.
+pub fn load<S: DeserializeOwned, C: DeserializeOwned>(
+    path: &Path,
+    config: &str,
+) -> Result<Option<Saved<S, C>>> {
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+    };
+    let Some(body) = bytes.strip_prefix(MAGIC.as_slice()) else {
+        bail!("{}: not a fedcluster checkpoint", path.display());
+    };
+    let saved: Saved<S, C> = rmp_serde::from_slice(body)
+        .map_err(|e| anyhow::anyhow!("{}: damaged checkpoint: {e}", path.display()))?;
+    if saved.config != config {
+        bail!(
+            "{}: the checkpoint was written by another config; resume with the same config and \
+             --set values, or pass --overwrite to start over",
+            path.display()
+        );
+    }
+    Ok(Some(saved))
+}
