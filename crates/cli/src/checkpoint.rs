@@ -80,6 +80,8 @@ pub fn config_key(config: &RunConfig) -> Result<String> {
 pub struct Schedule {
     policy: Policy,
     last: Instant,
+    /// How long the last checkpoint took to write.
+    cost: Duration,
 }
 
 impl Schedule {
@@ -88,21 +90,26 @@ impl Schedule {
         Self {
             policy,
             last: Instant::now(),
+            cost: Duration::ZERO,
         }
     }
 
     /// Whether to checkpoint after `round` (from 0) of `rounds`: always after
-    /// the last (so a run killed while writing its directory resumes there).
-    pub fn due(&mut self, round: usize, rounds: usize) -> bool {
-        let due = round + 1 == rounds
+    /// the last (so a run killed while writing its directory resumes there);
+    /// by time, once `every` has passed and at least 20 times as long as the
+    /// last checkpoint took, so writing a large state costs at most 5%.
+    pub fn due(&self, round: usize, rounds: usize) -> bool {
+        round + 1 == rounds
             || match self.policy.every_rounds {
-                0 => self.last.elapsed() >= self.policy.every,
+                0 => self.last.elapsed() >= self.policy.every.max(20 * self.cost),
                 n => (round + 1).is_multiple_of(n),
-            };
-        if due {
-            self.last = Instant::now();
-        }
-        due
+            }
+    }
+
+    /// Records that a checkpoint started at `started` has been written.
+    pub fn written(&mut self, started: Instant) {
+        self.cost = started.elapsed();
+        self.last = Instant::now();
     }
 
     /// The checkpoint file.
@@ -127,12 +134,17 @@ pub fn save<S: Serialize, C: Serialize>(
         server,
         clients,
     };
-    let body = rmp_serde::to_vec_named(&saved).context("cannot encode the checkpoint")?;
     let tmp = path.with_file_name(CHECKPOINT_TMP);
     let context = || format!("cannot write the checkpoint {}", tmp.display());
-    let mut file = std::fs::File::create(&tmp).with_context(context)?;
-    file.write_all(MAGIC).with_context(context)?;
-    file.write_all(&body).with_context(context)?;
+    let file = std::fs::File::create(&tmp).with_context(context)?;
+    // Streamed: the state is never held twice in memory.
+    let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
+    out.write_all(MAGIC).with_context(context)?;
+    rmp_serde::encode::write_named(&mut out, &saved).with_context(context)?;
+    let file = out
+        .into_inner()
+        .map_err(|e| e.into_error())
+        .with_context(context)?;
     file.sync_all().with_context(context)?;
     std::fs::rename(&tmp, path)
         .with_context(|| format!("cannot write the checkpoint {}", path.display()))
@@ -144,15 +156,18 @@ pub fn load<S: DeserializeOwned, C: DeserializeOwned>(
     path: &Path,
     config: &str,
 ) -> Result<Option<Saved<S, C>>> {
-    let bytes = match std::fs::read(path) {
-        Ok(b) => b,
+    use std::io::Read as _;
+    let file = match std::fs::File::open(path) {
+        Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
     };
-    let Some(body) = bytes.strip_prefix(MAGIC.as_slice()) else {
+    let mut input = std::io::BufReader::with_capacity(1 << 20, file);
+    let mut magic = [0u8; 8];
+    if input.read_exact(&mut magic).is_err() || &magic != MAGIC {
         bail!("{}: not a fedcluster checkpoint", path.display());
-    };
-    let saved: Saved<S, C> = rmp_serde::from_slice(body)
+    }
+    let saved: Saved<S, C> = rmp_serde::decode::from_read(input)
         .map_err(|e| anyhow::anyhow!("{}: damaged checkpoint: {e}", path.display()))?;
     if saved.config != config {
         bail!(

@@ -346,8 +346,11 @@ impl Visit for InProcessRun<'_, '_> {
                 if !schedule.due(round, rounds) {
                     return Ok(());
                 }
+                let started = Instant::now();
                 let clients = t.stored_halves();
-                checkpoint::save(schedule.path(), &key, round + 1, so_far, s, clients)
+                checkpoint::save(schedule.path(), &key, round + 1, so_far, s, clients)?;
+                schedule.written(started);
+                Ok(())
             },
         )
     }
