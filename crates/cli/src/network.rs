@@ -18,8 +18,8 @@ use fedcluster_net::{
 
 use crate::config::{RunConfig, data_dir_override};
 use crate::experiment::{
-    Driver, Outcome, Progress, algorithm_field, build_data, build_data_set, build_model,
-    check_starts_from, client_sizes, initial_models, setup,
+    Driver, Outcome, Progress, algorithm_field, build_data_set, build_model, check_starts_from,
+    client_sizes, initial_models, own_clients, setup,
 };
 
 /// How the coordinator listens and whom it admits.
@@ -255,20 +255,16 @@ pub fn join(
     let first = Session::join(&with_id(first_id))?;
     let overrides: Vec<String> = data_dir.map(data_dir_override).into_iter().collect();
     let config = RunConfig::parse(&first.config_toml, &overrides, "the coordinator's config")?;
-    let data = build_data(&config)?;
-    if let Some(id) = ids.iter().find(|&&id| id >= data.train.len()) {
-        bail!(
-            "client {id}: the run's data set has {} clients",
-            data.train.len()
-        );
-    }
-    let model = build_model(&config, &data.view())?;
+    // Only this process's clients: never the others, the test set or the truth.
+    let data = own_clients(&config, ids)?;
+    let model = crate::model::build_model(config.model, data.dim, data.task)?;
     let (config, data, model) = (&config, &data, model.as_ref());
     let mut first = Some(first);
     std::thread::scope(|scope| {
         let threads: Vec<_> = ids
             .iter()
-            .map(|&id| {
+            .enumerate()
+            .map(|(i, &id)| {
                 let joined = first.take();
                 let options = with_id(id);
                 scope.spawn(move || -> Result<(ClientId, ClientStats)> {
@@ -278,7 +274,7 @@ pub fn join(
                     };
                     let run = ClientRun {
                         session: &mut session,
-                        data: data.train[id].batch(data.dim),
+                        data: data.batch(i),
                         model,
                         seed: config.seed,
                     };

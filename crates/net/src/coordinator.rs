@@ -129,6 +129,8 @@ struct State {
     joined: HashMap<ClientId, (String, Instant)>,
     round: RoundState,
     finished: bool,
+    /// Clients told the run is over (by a pull or a heartbeat).
+    told: std::collections::HashSet<ClientId>,
     stats: NetStats,
     serial: u64,
 }
@@ -223,6 +225,7 @@ impl Coordinator {
                 joined: HashMap::new(),
                 round: RoundState::default(),
                 finished: false,
+                told: Default::default(),
                 stats: NetStats::default(),
                 serial: 0,
             }),
@@ -295,12 +298,23 @@ impl Coordinator {
         self.shared.lock().stats.clone()
     }
 
-    /// Tells the clients the run is over, gives them `grace` to hear it, and
-    /// stops serving.
+    /// Tells the clients the run is over, waits until every joined client
+    /// has heard it (at most `grace`), and stops serving.
     pub fn finish(mut self, grace: Duration) -> NetStats {
         self.shared.lock().finished = true;
         self.shared.work_ready.notify_waiters();
-        std::thread::sleep(grace);
+        let deadline = Instant::now() + grace;
+        let mut state = self.shared.lock();
+        while state.told.len() < state.joined.len() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            state = self.shared.wait(state, left);
+        }
+        drop(state);
+        // The last replies are on their way out: let them leave.
+        std::thread::sleep(Duration::from_millis(50).min(grace));
         self.stop();
         self.stats()
     }
@@ -522,7 +536,11 @@ impl Federation for Service {
         request: Request<HeartbeatRequest>,
     ) -> Result<Response<HeartbeatReply>, Status> {
         let mut state = self.0.lock();
-        self.0.client_of(&mut state, &request.get_ref().session)?;
+        let id = self.0.client_of(&mut state, &request.get_ref().session)?;
+        if state.finished {
+            state.told.insert(id);
+            self.0.changed.notify_all();
+        }
         Ok(Response::new(HeartbeatReply {
             finished: state.finished,
         }))
@@ -544,6 +562,8 @@ impl Federation for Service {
                     chunk,
                 };
                 if state.finished {
+                    state.told.insert(id);
+                    shared.changed.notify_all();
                     return Ok(Response::new(reply(PullStatus::Finished, 0, None)));
                 }
                 let round = &state.round;

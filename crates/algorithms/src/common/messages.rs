@@ -9,7 +9,10 @@ use fedcluster_core::params::all_finite;
 
 /// Server to client: train from the model of `cluster` (the shared buffer holds
 /// all cluster models; only the one named is sent on the wire).
-#[derive(Debug, Clone, Serialize, Deserialize)]
+///
+/// Wire form: the cluster and that one model (`p` values). Read back, the
+/// buffer holds just that model (as cluster 0 of a one-model buffer).
+#[derive(Debug, Clone)]
 pub struct ClusterModel {
     /// All cluster models, `k x p` values, shared in process.
     pub models: Arc<Vec<f32>>,
@@ -24,6 +27,34 @@ impl ClusterModel {
     pub fn model(&self) -> &[f32] {
         let c = self.cluster as usize;
         &self.models[c * self.p..(c + 1) * self.p]
+    }
+}
+
+/// [`ClusterModel`]'s wire form.
+#[derive(Serialize, Deserialize)]
+struct WireModel<M> {
+    cluster: u32,
+    model: M,
+}
+
+impl Serialize for ClusterModel {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        WireModel {
+            cluster: self.cluster,
+            model: self.model(),
+        }
+        .serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for ClusterModel {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let wire = WireModel::<Vec<f32>>::deserialize(deserializer)?;
+        Ok(ClusterModel {
+            p: wire.model.len(),
+            models: Arc::new(wire.model),
+            cluster: 0,
+        })
     }
 }
 

@@ -8,8 +8,11 @@ use fedcluster_core::params::all_finite;
 
 use crate::common::messages::ModelReply;
 
-/// Server to client.
+/// Server to client. On the wire `Gradient` carries only the client's
+/// cluster model (read back as cluster 0 of a one-model buffer); the other
+/// variants as they are.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(into = "WireDown", from = "WireDown")]
 pub enum Down {
     /// ONE_SHOT: train a local model from `w_0`.
     TrainLocal(Arc<Vec<f32>>),
@@ -42,6 +45,80 @@ pub enum Down {
         /// Local steps.
         local_steps: usize,
     },
+}
+
+/// [`Down`] as it crosses the wire.
+#[derive(Serialize, Deserialize)]
+enum WireDown {
+    TrainLocal(Vec<f32>),
+    Evaluate { models: Vec<f32>, p: usize },
+    Ifca { models: Vec<f32>, p: usize, local_steps: usize },
+    Gradient { model: Vec<f32>, cluster: u32, local_steps: usize },
+}
+
+impl From<Down> for WireDown {
+    fn from(down: Down) -> Self {
+        match down {
+            Down::TrainLocal(w0) => WireDown::TrainLocal(w0.to_vec()),
+            Down::Evaluate { models, p } => WireDown::Evaluate {
+                models: models.to_vec(),
+                p,
+            },
+            Down::Ifca {
+                models,
+                p,
+                local_steps,
+            } => WireDown::Ifca {
+                models: models.to_vec(),
+                p,
+                local_steps,
+            },
+            Down::Gradient {
+                models,
+                cluster,
+                p,
+                local_steps,
+            } => {
+                let c = cluster as usize;
+                WireDown::Gradient {
+                    model: models.get(c * p..(c + 1) * p).unwrap_or_default().to_vec(),
+                    cluster,
+                    local_steps,
+                }
+            }
+        }
+    }
+}
+
+impl From<WireDown> for Down {
+    fn from(wire: WireDown) -> Self {
+        match wire {
+            WireDown::TrainLocal(w0) => Down::TrainLocal(Arc::new(w0)),
+            WireDown::Evaluate { models, p } => Down::Evaluate {
+                models: Arc::new(models),
+                p,
+            },
+            WireDown::Ifca {
+                models,
+                p,
+                local_steps,
+            } => Down::Ifca {
+                models: Arc::new(models),
+                p,
+                local_steps,
+            },
+            WireDown::Gradient {
+                model,
+                local_steps,
+                ..
+            } => Down::Gradient {
+                p: model.len(),
+                models: Arc::new(model),
+                cluster: 0,
+                local_steps,
+            },
+        }
+    }
 }
 
 /// Client to server.

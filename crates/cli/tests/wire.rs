@@ -1,0 +1,202 @@
+//! What the metrics count as bytes on the wire is what the wire carries: every
+//! message of every algorithm, in real rounds, is encoded as the networked
+//! transport encodes it (`net::codec`), and its length must equal the
+//! message's `wire_bytes` within a fixed framing overhead (length prefixes,
+//! enum tags, small integers). The encoded form is each message's explicit
+//! per-client wire form: one cluster model for FedAvg-style messages, only
+//! the own model under IFCA's stable identity, shared layers once.
+
+mod common;
+
+use fedcluster_algorithms::{Algorithm, Checked, Visit};
+use fedcluster_cli::config::RunConfig;
+use fedcluster_cli::experiment::{build_data, build_model, client_sizes, setup};
+use fedcluster_core::{ClientId, Message, RoundCtx};
+use fedcluster_net::codec;
+use fedcluster_sim::{EngineError, InProcess, Transport, run};
+
+use common::small;
+
+/// Bytes a message's encoding may differ from its `wire_bytes`.
+const FRAMING: i64 = 64;
+
+/// An in-process transport that encodes every message it carries and checks
+/// its length.
+struct Measured<'a, C> {
+    inner: InProcess<'a, C>,
+    checked: usize,
+    worst: i64,
+}
+
+fn check<M: Message + serde::Serialize>(msg: &M, what: &str, worst: &mut i64) {
+    let encoded = codec::encode(msg).unwrap().len() as i64;
+    let counted = msg.wire_bytes() as i64;
+    let gap = encoded - counted;
+    assert!(
+        gap.abs() <= FRAMING,
+        "{what}: encoded {encoded} bytes, counted {counted}"
+    );
+    *worst = (*worst).max(gap.abs());
+}
+
+impl<'a, C, D, U> Transport<D, U> for Measured<'a, C>
+where
+    C: fedcluster_core::ClientHalf<Down = D, Up = U> + Clone,
+    D: Message + serde::Serialize + Sync,
+    U: Message + serde::Serialize + Send,
+    InProcess<'a, C>: Transport<D, U>,
+{
+    fn exchange(
+        &mut self,
+        ctx: &RoundCtx,
+        plan: &[(ClientId, D)],
+        deliver: &mut dyn FnMut(ClientId, U) -> Result<(), EngineError>,
+    ) -> Result<(), EngineError> {
+        for (id, msg) in plan {
+            check(
+                msg,
+                &format!("round {} down to {id}", ctx.round),
+                &mut self.worst,
+            );
+            self.checked += 1;
+        }
+        let (worst, checked) = (&mut self.worst, &mut self.checked);
+        self.inner.exchange(ctx, plan, &mut |id, up: U| {
+            check(&up, &format!("round {} up from {id}", ctx.round), worst);
+            *checked += 1;
+            deliver(id, up)
+        })
+    }
+
+    fn num_clients(&self) -> usize {
+        Transport::<D, U>::num_clients(&self.inner)
+    }
+}
+
+/// Runs the config's algorithm over a [`Measured`] transport; returns the
+/// messages checked and the largest gap.
+struct MeasuredRun<'a> {
+    config: &'a RunConfig,
+    text: &'a str,
+}
+
+impl Visit for MeasuredRun<'_> {
+    type Output = (usize, i64);
+    fn visit<A: Algorithm>(self, config: Checked<A::Config>) -> (usize, i64) {
+        let data = build_data(self.config).unwrap();
+        let view = data.view();
+        let model = build_model(self.config, &view).unwrap();
+        let sizes = client_sizes(&view);
+        let setup = setup(self.config, &view, model.as_ref(), &sizes);
+        let client = A::client(&config);
+        let mut server = A::server(config, &setup).unwrap_or_else(|e| panic!("{}: {e}", self.text));
+        let inner =
+            InProcess::with_prototype(client, view.train.as_ref(), model.as_ref(), 1, 1).unwrap();
+        let mut transport = Measured {
+            inner,
+            checked: 0,
+            worst: 0,
+        };
+        run(&mut server, &mut transport, self.config.rounds, 1, |_| {
+            Ok(())
+        })
+        .unwrap();
+        (transport.checked, transport.worst)
+    }
+}
+
+fn measure(algorithm: &str, rounds: usize, extra: &[&str]) {
+    measure_config(&small(algorithm, rounds), algorithm, extra);
+}
+
+fn measure_config(text: &str, algorithm: &str, extra: &[&str]) {
+    let overrides: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
+    let config = RunConfig::parse(text, &overrides, "wire test").unwrap();
+    let (checked, worst) = config
+        .algorithm
+        .clone()
+        .visit(MeasuredRun {
+            config: &config,
+            text: algorithm,
+        })
+        .unwrap();
+    assert!(checked > 0, "{algorithm}: no message");
+    eprintln!("{checked} messages within {worst} bytes of their count: {algorithm} {extra:?}");
+}
+
+#[test]
+fn every_algorithms_messages_are_as_long_as_the_metrics_count() {
+    let algorithms = [
+        "name = \"ifca\"\nclusters = 2\nlr = 0.1\nrestarts = 3",
+        "name = \"ifca\"\nclusters = 2\nlr = 0.1\nstable_rounds = 2",
+        "name = \"ifca\"\nclusters = 2\naggregation = \"model\"\nlr = 0.05\nlocal_steps = 2\noptimizer = { kind = \"adam\", batch_size = 16 }",
+        "name = \"cflmgd\"\nclusters = 2\nlr = 0.1\nmomentum = 0.5",
+        "name = \"oneshot\"\nclusters = 2\nerm_steps = 20\nerm_lr = 0.1\nlr = 0.1\naggregation = \"model\"\nlocal_steps = 2",
+        "name = \"local-kmeans\"\nclusters = 2\nerm_steps = 20\nerm_lr = 0.1\nlr = 0.1",
+        "name = \"global\"\nlr = 0.1",
+        "name = \"oracle\"\nlr = 0.1",
+        "name = \"local\"\nlr = 0.1",
+        "name = \"fedavgm\"\nlr = 0.1",
+        "name = \"fedprox\"\nlr = 0.1",
+        "name = \"cfl\"\nlr = 0.05\nlocal_steps = 3\neps1 = 0.05\neps2 = 0.1\nwarmup_rounds = 3",
+        "name = \"fedsoft\"\nclusters = 2\nlr = 0.05\nlocal_steps = 3",
+        "name = \"srfca\"\nthreshold = { kind = \"quantile\", value = 0.3 }\nlocal_steps = 10\nlocal_lr = 0.05\nrefine_rounds = 3\nlr = 0.1",
+    ];
+    for algorithm in algorithms {
+        measure(algorithm, 8, &[]);
+    }
+}
+
+/// Weight sharing on a two-layer model: the shared layers cross once.
+#[test]
+fn ifca_weight_sharing_sends_the_shared_layers_once() {
+    let mlp = "name = \"ifca\"\nclusters = 2\nlr = 0.1\nweight_sharing = true";
+    measure(
+        mlp,
+        3,
+        &[
+            "model.kind=\"mlp\"",
+            "model.hidden=8",
+            "data={ kind = \"synthetic-images\", clients = 8, points_per_client = 10, \
+             test_points_per_client = 5, clusters = 2, classes = 3, height = 4, width = 4, \
+             channels = 1 }",
+        ],
+    );
+}
+
+/// The two-phase method's Phase 1 (subspace exchanges, anchor steps) and
+/// Phase 2, on its own data.
+#[test]
+fn two_phase_messages_are_as_long_as_the_metrics_count() {
+    let two_phase = r#"
+seed = 3
+rounds = 30
+[data]
+kind = "mixed-regression"
+dim = 10
+clusters = 3
+probs = [0.2, 0.3, 0.5]
+client_sizes = [{ count = 100, points = 10 }, { count = 10, points = 40 }]
+test_points_per_client = 5
+[model]
+kind = "linear"
+[algorithm]
+name = "twophase"
+clusters = 3
+lr = 0.02
+participation = 0.5
+init = { kind = "gaussian", std = 0.6 }
+[algorithm.phase1]
+alpha = 2.0
+beta = 2.0
+separation = 1.5
+subspace = { kind = "orthogonal", steps = 4 }
+subspace_clients = 40
+"#;
+    measure_config(two_phase, "twophase", &[]);
+    measure_config(
+        two_phase,
+        "twophase (svd)",
+        &["algorithm.phase1.subspace={ kind = \"svd\" }"],
+    );
+}
