@@ -125,3 +125,35 @@ pub fn scratch(name: &str) -> std::path::PathBuf {
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
+
+/// The two-phase method on Su, Xu, Yang's mixed regression (110 clients of
+/// unequal sizes, 3 clusters), Phase 1 by orthogonal iteration.
+pub fn two_phase_mixed(rounds: usize) -> String {
+    format!(
+        r#"
+seed = 3
+rounds = {rounds}
+[data]
+kind = "mixed-regression"
+dim = 10
+clusters = 3
+probs = [0.2, 0.3, 0.5]
+client_sizes = [{{ count = 100, points = 10 }}, {{ count = 10, points = 40 }}]
+test_points_per_client = 5
+[model]
+kind = "linear"
+[algorithm]
+name = "twophase"
+clusters = 3
+lr = 0.02
+participation = 0.5
+init = {{ kind = "gaussian", std = 0.6 }}
+[algorithm.phase1]
+alpha = 2.0
+beta = 2.0
+separation = 1.5
+subspace = {{ kind = "orthogonal", steps = 4 }}
+subspace_clients = 40
+"#
+    )
+}

@@ -1,7 +1,7 @@
 //! Same config and seed give bit-identical metrics, whatever the thread count.
 
 mod common;
-use common::{check, small};
+use common::{check, small, two_phase_mixed};
 use fedcluster_cli::rundir::metrics_csv;
 
 const IFCA: &str = "name = \"ifca\"\nclusters = 2\naggregation = \"model\"\nlr = 0.05\nlocal_steps = 3\nparticipation = 0.7\nrestarts = 3\ninit = { kind = \"bernoulli\" }";
@@ -44,35 +44,17 @@ fn every_clustering_algorithm_is_thread_count_independent() {
         };
         assert_eq!(run(1), run(2), "{algorithm}");
     }
-    let two_phase = r#"
-seed = 3
-rounds = 40
-[data]
-kind = "mixed-regression"
-dim = 10
-clusters = 3
-probs = [0.2, 0.3, 0.5]
-client_sizes = [{ count = 100, points = 10 }, { count = 10, points = 40 }]
-test_points_per_client = 5
-[model]
-kind = "linear"
-[algorithm]
-name = "twophase"
-clusters = 3
-lr = 0.02
-participation = 0.5
-local_update = { kind = "fedprox" }
-init = { kind = "gaussian", std = 0.6 }
-[algorithm.phase1]
-alpha = 2.0
-beta = 2.0
-separation = 1.5
-subspace = { kind = "orthogonal", steps = 4 }
-subspace_clients = 40
-"#;
+    let two_phase = two_phase_mixed(40);
     let run = |threads: usize| {
         metrics_csv(
-            &check(two_phase, &[&format!("threads={threads}")]).records,
+            &check(
+                &two_phase,
+                &[
+                    &format!("threads={threads}"),
+                    "algorithm.local_update={ kind = \"fedprox\" }",
+                ],
+            )
+            .records,
             false,
         )
     };

@@ -15,7 +15,7 @@ use fedcluster_core::{ClientId, Message, RoundCtx};
 use fedcluster_net::codec;
 use fedcluster_sim::{EngineError, InProcess, Transport, run};
 
-use common::small;
+use common::{small, two_phase_mixed};
 
 /// Bytes a message's encoding may differ from its `wire_bytes`.
 const FRAMING: i64 = 64;
@@ -168,34 +168,10 @@ fn ifca_weight_sharing_sends_the_shared_layers_once() {
 /// Phase 2, on its own data.
 #[test]
 fn two_phase_messages_are_as_long_as_the_metrics_count() {
-    let two_phase = r#"
-seed = 3
-rounds = 30
-[data]
-kind = "mixed-regression"
-dim = 10
-clusters = 3
-probs = [0.2, 0.3, 0.5]
-client_sizes = [{ count = 100, points = 10 }, { count = 10, points = 40 }]
-test_points_per_client = 5
-[model]
-kind = "linear"
-[algorithm]
-name = "twophase"
-clusters = 3
-lr = 0.02
-participation = 0.5
-init = { kind = "gaussian", std = 0.6 }
-[algorithm.phase1]
-alpha = 2.0
-beta = 2.0
-separation = 1.5
-subspace = { kind = "orthogonal", steps = 4 }
-subspace_clients = 40
-"#;
-    measure_config(two_phase, "twophase", &[]);
+    let two_phase = two_phase_mixed(30);
+    measure_config(&two_phase, "twophase", &[]);
     measure_config(
-        two_phase,
+        &two_phase,
         "twophase (svd)",
         &["algorithm.phase1.subspace={ kind = \"svd\" }"],
     );
