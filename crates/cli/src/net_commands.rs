@@ -63,6 +63,9 @@ pub struct ServeArgs {
     /// No progress bar.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Fault injection (tests): exit as if killed once round R is logged.
+    #[arg(long, hide = true)]
+    pub crash_after_round: Option<usize>,
 }
 
 /// `fedcluster join`'s arguments.
@@ -138,6 +141,7 @@ pub fn serve(args: ServeArgs) -> Result<()> {
         checkpoint,
         resume,
         overwrite,
+        crash_after_round,
         quiet,
     } = args;
     let mut overrides = overrides;
@@ -161,6 +165,7 @@ pub fn serve(args: ServeArgs) -> Result<()> {
         min_clients,
         checkpoint: checkpoint.unwrap_or_default(),
         resume,
+        crash_after_round,
     };
     serve_run(&config, out, overrides, options, overwrite, quiet)
 }
@@ -303,13 +308,14 @@ fn serve_run(
         )
     })?;
     println!(
-        "{} rounds in {:.1} s; {:.1} MB down, {:.1} MB up on the wire; {} replies rejected, {} dropped",
+        "{} rounds in {:.1} s; {:.1} MB down, {:.1} MB up on the wire; {} replies rejected, {} dropped, {} client processes restarted",
         summary.rounds,
         summary.seconds_per_round * summary.rounds as f64,
         stats.bytes_down as f64 / 1e6,
         stats.bytes_up as f64 / 1e6,
         stats.rejected,
-        stats.dropped
+        stats.dropped,
+        stats.restarted
     );
     println!("run written to {}", written.display());
     Ok(())

@@ -41,6 +41,9 @@ pub struct ServeOptions {
     pub checkpoint: PathBuf,
     /// Replay `checkpoint`'s rounds, then carry on.
     pub resume: bool,
+    /// Fault injection (tests): exit with status 137, as if killed, once this
+    /// many rounds are logged.
+    pub crash_after_round: Option<usize>,
 }
 
 /// Most bytes a PEM file may hold (a long certificate chain is a few KB).
@@ -154,7 +157,11 @@ pub fn serve(
             options.checkpoint.display()
         );
     }
-    coordinator.wait_for_clients(options.join_timeout)?;
+    // A coordinator resumed after its last round needs no client: every
+    // round is replayed from its log.
+    if coordinator.replayed_rounds() < config.rounds {
+        coordinator.wait_for_clients(options.join_timeout)?;
+    }
     let sizes = client_sizes(&data);
     let initial = initial_models(config, model.as_ref())?;
     let mut run = CoordinatorRun {
@@ -165,7 +172,12 @@ pub fn serve(
         },
         coordinator,
         ready,
-        progress,
+        progress: &mut |p| {
+            progress(p);
+            if options.crash_after_round == Some(p.round + 1) {
+                std::process::exit(137);
+            }
+        },
     };
     let outcome = config
         .algorithm

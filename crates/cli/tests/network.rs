@@ -362,13 +362,31 @@ fn rounds_stop_waiting_for_a_silent_client() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-#[test]
-fn a_coordinator_killed_and_resumed_reaches_the_uninterrupted_result() {
-    let dir = scratch("resumed");
+/// When the coordinator of a 300-round run dies.
+#[derive(Clone, Copy, Debug)]
+enum Kill {
+    /// `kill -9` once round 20 is logged (mid-run: during a round or between
+    /// two, wherever the signal lands).
+    MidRun,
+    /// Exits as if killed once its last round is logged, before writing the
+    /// run directory.
+    AfterLastRound,
+}
+
+/// A coordinator killed as `kill` says and started again with `--resume`
+/// finishes with the uninterrupted run's `metrics.csv`, over TLS or
+/// plaintext; its clients reconnect to it on any transport error.
+fn coordinator_killed_and_resumed(name: &str, tls: bool, kill: Kill) {
+    let dir = scratch(name);
     pki(&dir);
-    let cfg = config(&dir, 300, IFCA);
-    let (server_args, client_args) = tls_args(&dir, false);
-    let server_args: Vec<&str> = server_args.iter().map(String::as_str).collect();
+    let rounds = 300;
+    let cfg = config(&dir, rounds, IFCA);
+    let (server_args, client_args) = if tls {
+        tls_args(&dir, false)
+    } else {
+        (vec!["--insecure".into()], vec!["--insecure".into()])
+    };
+    let mut server_args: Vec<&str> = server_args.iter().map(String::as_str).collect();
     let mut client_args: Vec<&str> = client_args.iter().map(String::as_str).collect();
     client_args.extend(["--connect-timeout", "60"]);
     // A fixed port, so that the clients find the restarted coordinator.
@@ -378,36 +396,83 @@ fn a_coordinator_killed_and_resumed_reaches_the_uninterrupted_result() {
         .unwrap()
         .port();
     let listen = format!("127.0.0.1:{port}");
+    let last = rounds.to_string();
+    if let Kill::AfterLastRound = kill {
+        server_args.extend(["--crash-after-round", &last]);
+    }
     let (mut first, addr) = serve_on(&listen, &dir, &cfg, "net", &server_args);
     let clients: Vec<Child> = (0..4).map(|i| join(&addr, i, &client_args)).collect();
-    let logged = dir.join("net.checkpoint/round-000020.bin");
-    let start = Instant::now();
-    while !logged.exists() {
-        assert!(
-            start.elapsed() < Duration::from_secs(60),
-            "round 20 never logged"
-        );
-        std::thread::sleep(Duration::from_millis(2));
+    match kill {
+        Kill::MidRun => {
+            let logged = dir.join("net.checkpoint/round-000020.bin");
+            let start = Instant::now();
+            while !logged.exists() {
+                assert!(
+                    start.elapsed() < Duration::from_secs(60),
+                    "round 20 never logged"
+                );
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            first.kill().unwrap();
+            let _ = first.wait();
+        }
+        Kill::AfterLastRound => {
+            let status = wait(first, Duration::from_secs(120)).status;
+            assert_eq!(status.code(), Some(137), "the injected crash");
+        }
     }
-    first.kill().unwrap();
-    let _ = first.wait();
     assert!(
         !dir.join("net/metrics.csv").exists(),
         "the first coordinator must not have finished"
     );
-    let mut resume_args = server_args.clone();
+    let mut resume_args: Vec<&str> = server_args
+        .iter()
+        .copied()
+        .filter(|a| *a != "--crash-after-round" && *a != last)
+        .collect();
     resume_args.push("--resume");
     let (second, _) = serve_on(&listen, &dir, &cfg, "net", &resume_args);
     let served = wait(second, Duration::from_secs(120));
-    all_succeeded(&served, clients);
+    match kill {
+        Kill::MidRun => all_succeeded(&served, clients),
+        // Every round is replayed without a client; the clients, whose
+        // coordinator went away at the end, may or may not hear the end.
+        Kill::AfterLastRound => {
+            assert!(
+                served.status.success(),
+                "serve failed: {}",
+                String::from_utf8_lossy(&served.stderr)
+            );
+            for mut c in clients {
+                let _ = c.kill();
+                let _ = c.wait();
+            }
+        }
+    }
     assert!(String::from_utf8_lossy(&served.stderr).contains("replaying"));
     let networked = std::fs::read_to_string(dir.join("net/metrics.csv")).unwrap();
-    assert_eq!(networked, in_process(&dir, &cfg), "metrics.csv differs");
+    assert_eq!(
+        networked,
+        in_process(&dir, &cfg),
+        "{name}: metrics.csv differs"
+    );
     assert!(
         !dir.join("net.checkpoint").exists(),
         "checkpoint left behind"
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_coordinator_killed_and_resumed_reaches_the_uninterrupted_result() {
+    coordinator_killed_and_resumed("resumed-tls", true, Kill::MidRun);
+    coordinator_killed_and_resumed("resumed-plain", false, Kill::MidRun);
+}
+
+#[test]
+fn a_coordinator_killed_after_its_last_round_resumes_without_clients() {
+    coordinator_killed_and_resumed("resumed-last-tls", true, Kill::AfterLastRound);
+    coordinator_killed_and_resumed("resumed-last-plain", false, Kill::AfterLastRound);
 }
 
 #[test]
@@ -430,6 +495,15 @@ fn a_restarted_client_rejoins_and_answers_later_rounds() {
     let participants = participants(&dir.join("net/metrics.csv"));
     assert_eq!(participants[..2], [4, 4]);
     assert_eq!(participants.last(), Some(&4), "{participants:?}");
+    // The restart is reported and recorded: the new process's client state
+    // started over.
+    let stdout = String::from_utf8_lossy(&served.stdout);
+    assert!(stdout.contains("1 client processes restarted"), "{stdout}");
+    let replies = std::fs::read_to_string(dir.join("net/replies.csv")).unwrap();
+    assert!(
+        replies.lines().any(|l| l.contains(",3,restarted,")),
+        "{replies}"
+    );
     for c in clients {
         let out = wait(c, Duration::from_secs(30));
         assert!(

@@ -92,7 +92,7 @@ impl Session {
                 .tls_config(tls.config(&host))
                 .map_err(|e| NetError::Config(format!("TLS: {e}")))?;
         }
-        let (rpc, session, config_toml) = register(&runtime, &endpoint, options)?;
+        let (rpc, session, config_toml) = register(&runtime, &endpoint, options, true)?;
         Ok(Self {
             runtime,
             endpoint,
@@ -109,7 +109,7 @@ impl Session {
     /// Connects again and registers anew (the coordinator restarted or the
     /// connection broke).
     fn rejoin(&mut self) -> Result<(), NetError> {
-        let (rpc, session, _) = register(&self.runtime, &self.endpoint, &self.options)?;
+        let (rpc, session, _) = register(&self.runtime, &self.endpoint, &self.options, false)?;
         self.rpc = rpc;
         self.session = session;
         Ok(())
@@ -329,12 +329,15 @@ fn host_of(server: &str) -> String {
         .to_string()
 }
 
-/// Connects to the coordinator and registers, retrying until the options'
-/// connect timeout: returns the client stub, the session and the run's config.
+/// Connects to the coordinator and registers (`fresh`: as a new process),
+/// retrying on any transport error (refused, reset, a coordinator still
+/// starting) until the options' connect timeout: returns the client stub, the
+/// session and the run's config.
 fn register(
     runtime: &tokio::runtime::Runtime,
     endpoint: &Endpoint,
     options: &JoinOptions,
+    fresh: bool,
 ) -> Result<(Rpc, String, String), NetError> {
     let token = AttachToken::new(options.token.as_deref())?;
     let id = options.client_id;
@@ -353,6 +356,7 @@ fn register(
                     .register(RegisterRequest {
                         client_id: id as u32,
                         protocol: PROTOCOL_VERSION,
+                        fresh,
                     })
                     .await
                     .map_err(NetError::from)?
@@ -361,7 +365,7 @@ fn register(
             };
             match attempt.await {
                 Ok(ok) => return Ok(ok),
-                Err(e) if e.is_retryable() && tokio::time::Instant::now() < deadline => {
+                Err(e) if recoverable(&e) && tokio::time::Instant::now() < deadline => {
                     tokio::time::sleep(Duration::from_millis(200)).await;
                 }
                 Err(e) => return Err(e),

@@ -75,7 +75,8 @@ pub struct ReplyIssue {
     pub round: u64,
     /// The client.
     pub client: ClientId,
-    /// `dropped` (no reply before the round closed) or `rejected`.
+    /// `dropped` (no reply before the round closed), `rejected`, or
+    /// `restarted` (a new process joined mid-run: its client's state is lost).
     pub outcome: &'static str,
     /// Why.
     pub reason: String,
@@ -89,6 +90,8 @@ pub struct NetStats {
     pub rejected: u64,
     /// Planned replies that did not arrive before their round closed.
     pub dropped: u64,
+    /// Client processes that joined anew mid-run (their state lost).
+    pub restarted: u64,
     /// Payload bytes sent to clients (chunks pulled).
     pub bytes_down: u64,
     /// Payload bytes received from clients (chunks pushed).
@@ -129,6 +132,9 @@ struct State {
     joined: HashMap<ClientId, (String, Instant)>,
     round: RoundState,
     finished: bool,
+    /// Rounds have been run (or replayed): a new client process joining now
+    /// has lost its client's state.
+    underway: bool,
     /// Clients told the run is over (by a pull or a heartbeat).
     told: std::collections::HashSet<ClientId>,
     stats: NetStats,
@@ -225,6 +231,7 @@ impl Coordinator {
                 joined: HashMap::new(),
                 round: RoundState::default(),
                 finished: false,
+                underway: !replay.is_empty(),
                 told: Default::default(),
                 stats: NetStats::default(),
                 serial: 0,
@@ -336,6 +343,7 @@ impl Coordinator {
         let planned = work.len();
         let options = &self.shared.options;
         let mut state = self.shared.lock();
+        state.underway = true;
         state.round = RoundState {
             round,
             open: true,
@@ -516,6 +524,18 @@ impl Federation for Service {
             )));
         }
         let mut state = shared.lock();
+        if r.fresh && state.underway {
+            let round = state.round.round;
+            state.stats.restarted += 1;
+            state.stats.issues.push(ReplyIssue {
+                round,
+                client: id,
+                outcome: "restarted",
+                reason: "a new process joined mid-run: the client's own state (optimizer \
+                         moments, importance weights, local model) starts over"
+                    .into(),
+            });
+        }
         state.serial += 1;
         let session = format!("{id}-{}-{:x}", state.serial, nanos());
         // A client that registers again (restarted) replaces its old session.

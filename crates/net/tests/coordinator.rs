@@ -120,6 +120,7 @@ async fn register(rpc: &mut Rpc, id: u32) -> String {
     rpc.register(RegisterRequest {
         client_id: id,
         protocol: PROTOCOL_VERSION,
+        fresh: true,
     })
     .await
     .unwrap()
@@ -273,6 +274,7 @@ fn wrong_tokens_and_oversized_messages_are_refused_and_the_coordinator_stays_up(
             .register(RegisterRequest {
                 client_id: 0,
                 protocol: PROTOCOL_VERSION,
+                fresh: true,
             })
             .await
             .unwrap_err();
@@ -282,6 +284,7 @@ fn wrong_tokens_and_oversized_messages_are_refused_and_the_coordinator_stays_up(
             rpc.register(RegisterRequest {
                 client_id: 0,
                 protocol: PROTOCOL_VERSION,
+                fresh: true,
             })
             .await
             .unwrap_err()
