@@ -365,9 +365,11 @@ fn rounds_stop_waiting_for_a_silent_client() {
 /// When the coordinator of a 300-round run dies.
 #[derive(Clone, Copy, Debug)]
 enum Kill {
-    /// `kill -9` once round 20 is logged (mid-run: during a round or between
-    /// two, wherever the signal lands).
+    /// `kill -9` once round 20 is logged: during round 20, its replies in the
+    /// log but not yet in the models.
     MidRun,
+    /// Exits as if killed right after round 20 (between two rounds).
+    BetweenRounds,
     /// Exits as if killed once its last round is logged, before writing the
     /// run directory.
     AfterLastRound,
@@ -397,8 +399,10 @@ fn coordinator_killed_and_resumed(name: &str, tls: bool, kill: Kill) {
         .port();
     let listen = format!("127.0.0.1:{port}");
     let last = rounds.to_string();
-    if let Kill::AfterLastRound = kill {
-        server_args.extend(["--crash-after-round", &last]);
+    match kill {
+        Kill::AfterLastRound => server_args.extend(["--crash-after-round", &last]),
+        Kill::BetweenRounds => server_args.extend(["--crash-after-round", "20"]),
+        Kill::MidRun => {}
     }
     let (mut first, addr) = serve_on(&listen, &dir, &cfg, "net", &server_args);
     let clients: Vec<Child> = (0..4).map(|i| join(&addr, i, &client_args)).collect();
@@ -416,7 +420,7 @@ fn coordinator_killed_and_resumed(name: &str, tls: bool, kill: Kill) {
             first.kill().unwrap();
             let _ = first.wait();
         }
-        Kill::AfterLastRound => {
+        Kill::AfterLastRound | Kill::BetweenRounds => {
             let status = wait(first, Duration::from_secs(120)).status;
             assert_eq!(status.code(), Some(137), "the injected crash");
         }
@@ -428,13 +432,13 @@ fn coordinator_killed_and_resumed(name: &str, tls: bool, kill: Kill) {
     let mut resume_args: Vec<&str> = server_args
         .iter()
         .copied()
-        .filter(|a| *a != "--crash-after-round" && *a != last)
+        .filter(|a| *a != "--crash-after-round" && *a != last && *a != "20")
         .collect();
     resume_args.push("--resume");
     let (second, _) = serve_on(&listen, &dir, &cfg, "net", &resume_args);
     let served = wait(second, Duration::from_secs(120));
     match kill {
-        Kill::MidRun => all_succeeded(&served, clients),
+        Kill::MidRun | Kill::BetweenRounds => all_succeeded(&served, clients),
         // Every round is replayed without a client; the clients, whose
         // coordinator went away at the end, may or may not hear the end.
         Kill::AfterLastRound => {
@@ -467,6 +471,8 @@ fn coordinator_killed_and_resumed(name: &str, tls: bool, kill: Kill) {
 fn a_coordinator_killed_and_resumed_reaches_the_uninterrupted_result() {
     coordinator_killed_and_resumed("resumed-tls", true, Kill::MidRun);
     coordinator_killed_and_resumed("resumed-plain", false, Kill::MidRun);
+    coordinator_killed_and_resumed("between-tls", true, Kill::BetweenRounds);
+    coordinator_killed_and_resumed("between-plain", false, Kill::BetweenRounds);
 }
 
 #[test]

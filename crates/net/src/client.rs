@@ -45,7 +45,7 @@ type Rpc = FederationClient<InterceptedService<Channel, AttachToken>>;
 
 /// A registered client: its connection and session.
 pub struct Session {
-    runtime: tokio::runtime::Runtime,
+    runtime: &'static tokio::runtime::Runtime,
     endpoint: Endpoint,
     options: JoinOptions,
     rpc: Rpc,
@@ -70,14 +70,26 @@ pub struct ClientStats {
     pub bytes_up: u64,
 }
 
+/// The process's one Tokio runtime for every session (two workers): the
+/// sessions of a `join` process share its threads instead of each starting
+/// a runtime of its own (a thread pool and a heap per client).
+fn shared_runtime() -> Result<&'static tokio::runtime::Runtime, NetError> {
+    static RUNTIME: std::sync::OnceLock<tokio::runtime::Runtime> = std::sync::OnceLock::new();
+    if let Some(runtime) = RUNTIME.get() {
+        return Ok(runtime);
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| NetError::Io(format!("runtime: {e}")))?;
+    Ok(RUNTIME.get_or_init(|| runtime))
+}
+
 impl Session {
     /// Connects (retrying until `options.connect_timeout`) and registers.
     pub fn join(options: &JoinOptions) -> Result<Self, NetError> {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .map_err(|e| NetError::Io(format!("runtime: {e}")))?;
+        let runtime = shared_runtime()?;
         let host = host_of(&options.server);
         let scheme = if options.tls.is_some() {
             "https"
@@ -92,7 +104,7 @@ impl Session {
                 .tls_config(tls.config(&host))
                 .map_err(|e| NetError::Config(format!("TLS: {e}")))?;
         }
-        let (rpc, session, config_toml) = register(&runtime, &endpoint, options, true)?;
+        let (rpc, session, config_toml) = register(runtime, &endpoint, options, true)?;
         Ok(Self {
             runtime,
             endpoint,
@@ -109,7 +121,7 @@ impl Session {
     /// Connects again and registers anew (the coordinator restarted or the
     /// connection broke).
     fn rejoin(&mut self) -> Result<(), NetError> {
-        let (rpc, session, _) = register(&self.runtime, &self.endpoint, &self.options, false)?;
+        let (rpc, session, _) = register(self.runtime, &self.endpoint, &self.options, false)?;
         self.rpc = rpc;
         self.session = session;
         Ok(())
