@@ -138,6 +138,27 @@ impl OwnClients {
 /// (the other clients, the test clients, the ground truth) is dropped before
 /// the rounds start.
 pub fn own_clients(config: &RunConfig, ids: &[ClientId]) -> Result<OwnClients> {
+    // MNIST clusters: just these clients' images, transformed.
+    if let DataConfig::Mnist(spec) = &config.data {
+        let mnist = fedcluster_data::load_mnist(mnist_dir(&spec.data_dir)?)?;
+        if let Some(id) = ids.iter().find(|&&id| id >= spec.clients) {
+            anyhow::bail!(
+                "client {id}: the run's data set has {} clients",
+                spec.clients
+            );
+        }
+        let clients = fedcluster_data::mnist_cluster_clients(&mnist, spec, config.seed, ids)
+            .context("cannot build the data set")?;
+        let dim = clients.first().map_or(0, |c| c.x.len() / c.len().max(1));
+        return Ok(OwnClients {
+            dim,
+            task: fedcluster_data::Task::Classification {
+                classes: fedcluster_data::mnist::MNIST_CLASSES,
+            },
+            num_clients: spec.clients,
+            clients: clients.into_iter().map(OwnClient::Stored).collect(),
+        });
+    }
     let data = generate(config)?;
     let (dim, task, num_clients) = {
         let view = data.view();

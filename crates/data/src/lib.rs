@@ -37,7 +37,7 @@ pub use labelled::{SyntheticImagesSpec, SyntheticTextSpec, synthetic_images, syn
 pub use leaf::{ShakespeareSpec, shakespeare};
 pub use mnist::{
     Mnist, MnistAnchoredSpec, MnistClustersSpec, Transform, load_mnist, mnist_anchored,
-    mnist_clusters,
+    mnist_cluster_clients, mnist_clusters,
 };
 pub use synthetic::on_demand::GeneratedData;
 pub use synthetic::{

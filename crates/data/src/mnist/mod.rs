@@ -24,7 +24,7 @@ pub mod transform;
 mod tests;
 
 pub use anchored::{MnistAnchoredSpec, mnist_anchored};
-pub use partition::{MnistClustersSpec, mnist_clusters};
+pub use partition::{MnistClustersSpec, mnist_cluster_clients, mnist_clusters};
 pub use transform::{Transform, downsample2x2};
 
 /// Name of the training images file (without `.gz`).

@@ -156,10 +156,7 @@ pub fn mnist_clusters(mnist: &Mnist, spec: &MnistClustersSpec, seed: u64) -> Res
     let mut scratch = vec![0.0; shape.scratch_len()];
     let mut order: Vec<usize> = (0..mnist.train_len()).collect();
     for (j, t) in spec.transforms.iter().enumerate() {
-        for (p, v) in order.iter_mut().enumerate() {
-            *v = p;
-        }
-        order.shuffle(&mut stream(seed, Purpose::Partition, j as u64, 0));
+        cluster_order(&mut order, seed, j);
         for chunk in order.chunks_exact(n).take(per_cluster) {
             let images = (mnist.train_images.as_slice(), mnist.train_labels.as_slice());
             train.push(shape.client(images, chunk.iter().copied(), *t, &mut scratch)?);
@@ -186,6 +183,47 @@ pub fn mnist_clusters(mnist: &Mnist, spec: &MnistClustersSpec, seed: u64) -> Res
             params: None,
         },
     })
+}
+
+/// The training images of cluster `j`'s clients, in order: client `c` of
+/// the cluster holds the `c`-th chunk of `points_per_client` of `order`.
+fn cluster_order(order: &mut [usize], seed: u64, j: usize) {
+    for (p, v) in order.iter_mut().enumerate() {
+        *v = p;
+    }
+    order.shuffle(&mut stream(seed, Purpose::Partition, j as u64, 0));
+}
+
+/// The training data of clients `ids` of [`mnist_clusters`]'s partition
+/// alone, each exactly as [`mnist_clusters`] builds it (a joining process
+/// holds these and nothing else: no other client, no test client, no truth).
+pub fn mnist_cluster_clients(
+    mnist: &Mnist,
+    spec: &MnistClustersSpec,
+    seed: u64,
+    ids: &[usize],
+) -> Result<Vec<ClientData>> {
+    check_mnist(mnist)?;
+    spec.check_sizes(mnist.train_len(), mnist.test_len())?;
+    let shape = Shape::new(mnist, spec.downsample, &spec.transforms)?;
+    let (n, per_cluster) = (spec.points_per_client, spec.clients / spec.transforms.len());
+    let mut scratch = vec![0.0; shape.scratch_len()];
+    let mut order: Vec<usize> = (0..mnist.train_len()).collect();
+    let images = (mnist.train_images.as_slice(), mnist.train_labels.as_slice());
+    ids.iter()
+        .map(|&id| {
+            if id >= spec.clients {
+                return Err(DataError::invalid(
+                    "clients",
+                    format!("client {id} of a partition into {} clients", spec.clients),
+                ));
+            }
+            let (j, c) = (id / per_cluster, id % per_cluster);
+            cluster_order(&mut order, seed, j);
+            let chunk = order[c * n..(c + 1) * n].iter().copied();
+            shape.client(images, chunk, spec.transforms[j], &mut scratch)
+        })
+        .collect()
 }
 
 /// Checks that the public fields of `mnist` fit together.

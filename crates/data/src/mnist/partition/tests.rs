@@ -136,6 +136,29 @@ fn tiny_partition_follows_the_definition() {
     assert!(data.test.is_empty() && data.truth.test_labels.is_empty());
 }
 
+/// A joining process's clients, built alone, are the partition's clients.
+#[test]
+fn some_clients_alone_are_the_partitions_clients() {
+    let m = tiny(12, 6);
+    let all = [
+        Transform::Identity,
+        Transform::Rotate90,
+        Transform::Rotate180,
+        Transform::Rotate270,
+    ];
+    let s = spec(&all, 8, 3, 4);
+    let data = mnist_clusters(&m, &s, 3).unwrap();
+    let ids = [7, 0, 5, 2];
+    let alone = mnist_cluster_clients(&m, &s, 3, &ids).unwrap();
+    for (client, &id) in alone.iter().zip(&ids) {
+        assert_eq!(*client, data.train[id], "client {id}");
+    }
+    let e = mnist_cluster_clients(&m, &s, 3, &[8])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("client 8"), "{e}");
+}
+
 #[test]
 fn partitions_depend_on_the_seed_only() {
     let m = tiny(40, 10);
