@@ -6,6 +6,14 @@ use rand::seq::SliceRandom;
 use super::*;
 use crate::mnist::tests::real_mnist;
 
+/// The four rotations, one cluster each.
+const ROTATIONS: [Transform; 4] = [
+    Transform::Identity,
+    Transform::Rotate90,
+    Transform::Rotate180,
+    Transform::Rotate270,
+];
+
 /// `count` 4x4 images whose pixels all differ, labels `i % 10`.
 fn tiny(train: usize, test: usize) -> Mnist {
     let images = |count: usize, base: usize| -> Vec<f32> {
@@ -108,12 +116,7 @@ fn client_labels(m: &Mnist, indices: &[usize]) -> Vec<u32> {
 #[test]
 fn tiny_partition_follows_the_definition() {
     let m = tiny(12, 6);
-    let all = [
-        Transform::Identity,
-        Transform::Rotate90,
-        Transform::Rotate180,
-        Transform::Rotate270,
-    ];
+    let all = ROTATIONS;
     for (s, dim) in [
         (spec(&all, 8, 3, 4), 16),
         (spec(&[Transform::Identity, Transform::Invert], 4, 6, 2), 16),
@@ -140,12 +143,7 @@ fn tiny_partition_follows_the_definition() {
 #[test]
 fn some_clients_alone_are_the_partitions_clients() {
     let m = tiny(12, 6);
-    let all = [
-        Transform::Identity,
-        Transform::Rotate90,
-        Transform::Rotate180,
-        Transform::Rotate270,
-    ];
+    let all = ROTATIONS;
     let s = spec(&all, 8, 3, 4);
     let data = mnist_clusters(&m, &s, 3).unwrap();
     let ids = [7, 0, 5, 2];
@@ -185,12 +183,7 @@ fn bad_specs_name_the_field() {
     assert_eq!(field(spec(&rot, 2, 10_001, 2)), "test_clients");
     // IFCA's rotated MNIST (m n = 240,000, m_test n = 40,000) and SR-FCA's
     // inverted MNIST fit exactly; one more client does not.
-    let all = [
-        Transform::Identity,
-        Transform::Rotate90,
-        Transform::Rotate180,
-        Transform::Rotate270,
-    ];
+    let all = ROTATIONS;
     assert_eq!(spec(&all, 2400, 100, 400).validate(), Ok(()));
     assert_eq!(field(spec(&all, 2404, 100, 400)), "clients");
     assert_eq!(field(spec(&all, 2400, 100, 404)), "test_clients");
@@ -264,12 +257,7 @@ fn rotated_real_mnist() {
     let Some(m) = real_mnist("rotated_real_mnist") else {
         return;
     };
-    let all = [
-        Transform::Identity,
-        Transform::Rotate90,
-        Transform::Rotate180,
-        Transform::Rotate270,
-    ];
+    let all = ROTATIONS;
     let s = spec(&all, 8, 10, 4);
     let data = mnist_clusters(m, &s, 5).unwrap();
     assert_eq!(data.dim, 784);
