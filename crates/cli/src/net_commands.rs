@@ -308,11 +308,13 @@ fn serve_run(
         )
     })?;
     println!(
-        "{} rounds in {:.1} s; {:.1} MB down, {:.1} MB up on the wire; {} replies rejected, {} dropped, {} client processes restarted",
+        "{} rounds in {:.1} s; {:.1} MB down, {:.1} MB up on the wire (payload measured: {} and {} bytes); {} replies rejected, {} dropped, {} client processes restarted",
         summary.rounds,
         summary.seconds_per_round * summary.rounds as f64,
         stats.bytes_down as f64 / 1e6,
         stats.bytes_up as f64 / 1e6,
+        stats.bytes_down,
+        stats.bytes_up,
         stats.rejected,
         stats.dropped,
         stats.restarted

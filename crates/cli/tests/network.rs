@@ -207,7 +207,38 @@ fn networked_run_matches(name: &str, algorithm: &str, mutual: bool) {
     all_succeeded(&served, clients);
     let networked = std::fs::read_to_string(dir.join("net/metrics.csv")).unwrap();
     assert_eq!(networked, in_process(&dir, &cfg), "metrics.csv differs");
+    // What the metrics count is what crossed: the payload bytes the
+    // coordinator measured within 1.5x of summary.json's (and not much below:
+    // these 10-parameter messages are small, so a few bytes of counted tags
+    // that encode as one-byte integers weigh).
+    let stdout = String::from_utf8_lossy(&served.stdout);
+    let measured: Vec<u64> = stdout
+        .split("payload measured: ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{stdout}"))
+        .split(" bytes")
+        .next()
+        .unwrap()
+        .split(" and ")
+        .map(|n| n.parse().unwrap())
+        .collect();
+    let summary = std::fs::read_to_string(dir.join("net/summary.json")).unwrap();
+    let summary: serde_json::Value = serde_json::from_str(&summary).unwrap();
+    for (m, key) in measured.iter().zip(["bytes_down", "bytes_up"]) {
+        let counted = summary[key].as_u64().unwrap() as f64;
+        let ratio = *m as f64 / counted;
+        assert!(
+            (0.75..=1.5).contains(&ratio),
+            "{name} {key}: measured {m}, counted {counted}"
+        );
+    }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The oracle with 2 clusters: each client is sent its cluster's model only.
+#[test]
+fn networked_oracle_sends_each_client_its_own_model() {
+    networked_run_matches("oracle", "name = \"oracle\"\nlr = 0.05", false);
 }
 
 #[test]
