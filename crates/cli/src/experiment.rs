@@ -94,6 +94,8 @@ pub fn build_data_set(config: &RunConfig) -> Result<DataSet> {
         }
         DataSet::Generated(g) => DataSet::Stored(validated(g.materialize())?),
         DataSet::Stored(data) => DataSet::Stored(validated(data)?),
+        // Consistent by construction (the same partition `build_data` validates).
+        DataSet::Mnist(m) => DataSet::Mnist(m),
     })
 }
 
@@ -102,6 +104,7 @@ pub fn build_data(config: &RunConfig) -> Result<FederatedData> {
     validated(match generate(config)? {
         DataSet::Generated(g) => g.materialize(),
         DataSet::Stored(data) => data,
+        DataSet::Mnist(m) => m.materialize(),
     })
 }
 
@@ -178,6 +181,20 @@ pub fn own_clients(config: &RunConfig, ids: &[ClientId]) -> Result<OwnClients> {
                 })
                 .collect()
         }
+        DataSet::Mnist(m) => {
+            let train = m.view().train;
+            ids.iter()
+                .map(|&id| {
+                    let mut buf = ShardBuf::default();
+                    let batch = train.batch(id, &mut buf);
+                    let x = batch.x.to_vec();
+                    OwnClient::Stored(fedcluster_data::ClientData {
+                        x,
+                        y: fedcluster_data::TargetsOwned::Class(buf.classes),
+                    })
+                })
+                .collect()
+        }
         DataSet::Stored(stored) => {
             let stored = validated(stored)?;
             let mut train: Vec<Option<fedcluster_data::ClientData>> =
@@ -215,7 +232,9 @@ fn generate(config: &RunConfig) -> Result<DataSet> {
         }
         DataConfig::Mnist(spec) => {
             let mnist = fedcluster_data::load_mnist(mnist_dir(&spec.data_dir)?)?;
-            fedcluster_data::mnist_clusters(&mnist, spec, config.seed)
+            return fedcluster_data::MnistClustersData::new(mnist, spec, config.seed)
+                .map(DataSet::Mnist)
+                .context("cannot build the data set");
         }
         DataConfig::SyntheticImages(spec) => fedcluster_data::synthetic_images(spec, config.seed),
         DataConfig::SyntheticText(spec) => fedcluster_data::synthetic_text(spec, config.seed),

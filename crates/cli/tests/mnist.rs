@@ -179,3 +179,22 @@ separation = 0.001
     // The Phase 2 rounds sample 100 of the 25,002 clients.
     assert_eq!(last(&o).participants, 100);
 }
+
+/// The partition's training clients produced on demand (what `fedcluster run`
+/// uses) give the same metrics as every client stored.
+#[test]
+fn clients_produced_on_demand_give_the_stored_metrics() {
+    let Some(dir) = mnist_dir("clients_produced_on_demand_give_the_stored_metrics") else {
+        return;
+    };
+    let text = config(Some(&dir.display().to_string()));
+    let config = fedcluster_cli::config::RunConfig::parse(&text, &[], "test").unwrap();
+    let run = |data: &fedcluster_data::DataView<'_>| {
+        let outcome = fedcluster_cli::experiment::execute(&config, data, &mut |_| {}).unwrap();
+        fedcluster_cli::rundir::metrics_csv(&outcome.records, true)
+    };
+    let produced = fedcluster_cli::experiment::build_data_set(&config).unwrap();
+    assert!(matches!(produced, fedcluster_data::DataSet::Mnist(_)));
+    let stored = fedcluster_cli::experiment::build_data(&config).unwrap();
+    assert_eq!(run(&produced.view()), run(&stored.view()));
+}

@@ -8,7 +8,7 @@ use crate::params::{all_finite, axpy};
 use crate::rng::Rng;
 
 /// Targets of a batch: real values (regression) or class indices.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Targets<'a> {
     /// One real target per sample.
     Real(&'a [f32]),

@@ -32,6 +32,10 @@ pub struct ShardBuf {
     pub x: Vec<f32>,
     /// Real targets (regression).
     pub real: Vec<f32>,
+    /// Class targets (classification).
+    pub classes: Vec<u32>,
+    /// Working space of the producer (e.g. an image being downsampled).
+    pub scratch: Vec<f32>,
 }
 
 impl ShardBuf {
@@ -42,6 +46,30 @@ impl ShardBuf {
         self.x.resize(n * dim, 0.0);
         self.real.resize(n, 0.0);
         (&mut self.x, &mut self.real)
+    }
+
+    /// The buffer as a classification batch of `n` samples of `dim` features,
+    /// and the scratch space, resized (without shrinking capacity) for the
+    /// caller to fill.
+    pub fn class_parts(
+        &mut self,
+        n: usize,
+        dim: usize,
+        scratch: usize,
+    ) -> (&mut [f32], &mut [u32], &mut [f32]) {
+        self.x.resize(n * dim, 0.0);
+        self.classes.resize(n, 0);
+        self.scratch.resize(scratch, 0.0);
+        (&mut self.x, &mut self.classes, &mut self.scratch)
+    }
+
+    /// The classification batch last written by [`ShardBuf::class_parts`].
+    pub fn class_batch(&self, dim: usize) -> Batch<'_> {
+        Batch {
+            x: &self.x,
+            y: Targets::Class(&self.classes),
+            dim,
+        }
     }
 
     /// The regression batch last written by [`ShardBuf::real_parts`].

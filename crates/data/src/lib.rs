@@ -36,8 +36,8 @@ pub use error::{DataError, Result};
 pub use labelled::{SyntheticImagesSpec, SyntheticTextSpec, synthetic_images, synthetic_text};
 pub use leaf::{ShakespeareSpec, shakespeare};
 pub use mnist::{
-    Mnist, MnistAnchoredSpec, MnistClustersSpec, Transform, load_mnist, mnist_anchored,
-    mnist_cluster_clients, mnist_clusters,
+    Mnist, MnistAnchoredSpec, MnistClustersData, MnistClustersSpec, Transform, load_mnist,
+    mnist_anchored, mnist_cluster_clients, mnist_clusters,
 };
 pub use synthetic::on_demand::GeneratedData;
 pub use synthetic::{

@@ -73,6 +73,8 @@ pub enum DataSet {
     Stored(FederatedData),
     /// Clients regenerated from their random streams on demand.
     Generated(GeneratedData),
+    /// An MNIST cluster partition, its training clients transformed on demand.
+    Mnist(crate::mnist::MnistClustersData),
 }
 
 impl DataSet {
@@ -81,6 +83,7 @@ impl DataSet {
         match self {
             DataSet::Stored(data) => data.view(),
             DataSet::Generated(data) => data.view(),
+            DataSet::Mnist(data) => data.view(),
         }
     }
 }

@@ -8,6 +8,8 @@
 //!   [`downsample2x2`] (28x28 to 14x14).
 //! - [`partition`]: [`mnist_clusters`], one cluster per transform, e.g. rotated
 //!   MNIST (IFCA, Ghosh et al., Section VI-B) or inverted MNIST (SR-FCA).
+//! - [`clients`]: [`MnistClustersData`], the same partition with its training
+//!   clients produced when asked for (the images held once).
 //!
 //! Nothing is downloaded: the files come from a directory the user gives.
 
@@ -16,6 +18,7 @@ use std::path::{Path, PathBuf};
 use crate::error::{DataError, Result};
 
 pub mod anchored;
+pub mod clients;
 pub mod idx;
 pub mod partition;
 pub mod transform;
@@ -24,6 +27,7 @@ pub mod transform;
 mod tests;
 
 pub use anchored::{MnistAnchoredSpec, mnist_anchored};
+pub use clients::MnistClustersData;
 pub use partition::{MnistClustersSpec, mnist_cluster_clients, mnist_clusters};
 pub use transform::{Transform, downsample2x2};
 

@@ -144,45 +144,88 @@ pub(super) fn dataset_name(prefix: &str, transforms: &[Transform], downsample: b
 /// above 9), if a rotation is asked of non-square images, or if downsampling
 /// would leave no pixel. `truth.params` is `None`.
 pub fn mnist_clusters(mnist: &Mnist, spec: &MnistClustersSpec, seed: u64) -> Result<FederatedData> {
-    check_mnist(mnist)?;
-    spec.check_sizes(mnist.train_len(), mnist.test_len())?;
-    let shape = Shape::new(mnist, spec.downsample, &spec.transforms)?;
-    let k = spec.transforms.len();
+    let parts = Parts::new(mnist, spec, seed)?;
     let n = spec.points_per_client;
-    let (per_cluster, test_per_cluster) = (spec.clients / k, spec.test_clients / k);
-
-    let mut train = Vec::with_capacity(spec.clients);
-    let mut test = Vec::with_capacity(spec.test_clients);
-    let mut scratch = vec![0.0; shape.scratch_len()];
-    let mut order: Vec<usize> = (0..mnist.train_len()).collect();
-    for (j, t) in spec.transforms.iter().enumerate() {
-        cluster_order(&mut order, seed, j);
-        for chunk in order.chunks_exact(n).take(per_cluster) {
-            let images = (mnist.train_images.as_slice(), mnist.train_labels.as_slice());
-            train.push(shape.client(images, chunk.iter().copied(), *t, &mut scratch)?);
-        }
-        for c in 0..test_per_cluster {
-            let images = (mnist.test_images.as_slice(), mnist.test_labels.as_slice());
-            test.push(shape.client(images, c * n..(c + 1) * n, *t, &mut scratch)?);
-        }
-    }
+    let mut scratch = vec![0.0; parts.shape.scratch_len()];
+    let images = (mnist.train_images.as_slice(), mnist.train_labels.as_slice());
+    let train = (0..spec.clients)
+        .map(|i| {
+            let (j, chunk) = parts.client(i, n);
+            let indices = chunk.iter().map(|&v| v as usize);
+            parts
+                .shape
+                .client(images, indices, spec.transforms[j], &mut scratch)
+        })
+        .collect::<Result<Vec<_>>>()?;
     Ok(FederatedData {
         name: spec.name(),
-        dim: shape.dim(),
+        dim: parts.shape.dim(),
         task: Task::Classification {
             classes: MNIST_CLASSES,
         },
         train,
-        test,
-        truth: GroundTruth {
+        test: parts.test,
+        truth: parts.truth,
+    })
+}
+
+/// What a clustered partition is made of besides its training clients'
+/// pixels: which images each client holds, the test clients (stored) and the
+/// ground truth. Shared by [`mnist_clusters`] (every client stored) and
+/// [`super::clients::MnistClustersData`] (clients produced when asked for).
+pub(super) struct Parts {
+    pub(super) shape: Shape,
+    /// Per cluster, its clients' training image indices back to back.
+    pub(super) orders: Vec<Vec<u32>>,
+    /// Clients per cluster.
+    pub(super) per_cluster: usize,
+    pub(super) test: Vec<ClientData>,
+    pub(super) truth: GroundTruth,
+}
+
+impl Parts {
+    /// Validates `spec` against `mnist` and draws the partition.
+    pub(super) fn new(mnist: &Mnist, spec: &MnistClustersSpec, seed: u64) -> Result<Self> {
+        check_mnist(mnist)?;
+        spec.check_sizes(mnist.train_len(), mnist.test_len())?;
+        let shape = Shape::new(mnist, spec.downsample, &spec.transforms)?;
+        let k = spec.transforms.len();
+        let n = spec.points_per_client;
+        let (per_cluster, test_per_cluster) = (spec.clients / k, spec.test_clients / k);
+        let mut scratch = vec![0.0; shape.scratch_len()];
+        let mut order: Vec<usize> = (0..mnist.train_len()).collect();
+        let mut orders = Vec::with_capacity(k);
+        let mut test = Vec::with_capacity(spec.test_clients);
+        for (j, t) in spec.transforms.iter().enumerate() {
+            cluster_order(&mut order, seed, j);
+            orders.push(order[..per_cluster * n].iter().map(|&v| v as u32).collect());
+            for c in 0..test_per_cluster {
+                let images = (mnist.test_images.as_slice(), mnist.test_labels.as_slice());
+                test.push(shape.client(images, c * n..(c + 1) * n, *t, &mut scratch)?);
+            }
+        }
+        let truth = GroundTruth {
             clusters: k,
             train_labels: (0..spec.clients).map(|i| i / per_cluster).collect(),
             test_labels: (0..spec.test_clients)
                 .map(|i| i / test_per_cluster)
                 .collect(),
             params: None,
-        },
-    })
+        };
+        Ok(Self {
+            shape,
+            orders,
+            per_cluster,
+            test,
+            truth,
+        })
+    }
+
+    /// Training client `i`'s cluster and image indices (`n` per client).
+    pub(super) fn client(&self, i: usize, n: usize) -> (usize, &[u32]) {
+        let (j, c) = (i / self.per_cluster, i % self.per_cluster);
+        (j, &self.orders[j][c * n..(c + 1) * n])
+    }
 }
 
 /// The training images of cluster `j`'s clients, in order: client `c` of
@@ -256,7 +299,7 @@ pub(super) fn check_mnist(mnist: &Mnist) -> Result<()> {
 }
 
 /// Image sizes before and after the optional downsampling.
-pub(super) struct Shape {
+pub(crate) struct Shape {
     rows: usize,
     cols: usize,
     downsample: bool,
@@ -315,16 +358,34 @@ impl Shape {
     /// transformed by `t`, written straight into its feature vector.
     pub(super) fn client(
         &self,
-        (images, labels): (&[f32], &[u32]),
+        images: (&[f32], &[u32]),
         indices: impl ExactSizeIterator<Item = usize>,
         t: Transform,
         scratch: &mut [f32],
     ) -> Result<ClientData> {
+        let mut x = vec![0.0; indices.len() * self.dim()];
+        let mut y = vec![0; indices.len()];
+        self.fill(images, indices, t, scratch, &mut x, &mut y)?;
+        Ok(ClientData {
+            x,
+            y: TargetsOwned::Class(y),
+        })
+    }
+
+    /// [`Shape::client`] into caller-owned `x` (`indices.len() * dim`) and
+    /// `y` (`indices.len()`).
+    pub(super) fn fill(
+        &self,
+        (images, labels): (&[f32], &[u32]),
+        indices: impl ExactSizeIterator<Item = usize>,
+        t: Transform,
+        scratch: &mut [f32],
+        x: &mut [f32],
+        y: &mut [u32],
+    ) -> Result<()> {
         let (len, dim) = (self.rows * self.cols, self.dim());
         let (rows, cols) = self.out();
-        let mut x = vec![0.0; indices.len() * dim];
-        let mut y = Vec::with_capacity(indices.len());
-        for (slot, i) in x.chunks_exact_mut(dim).zip(indices) {
+        for ((slot, label), i) in x.chunks_exact_mut(dim).zip(y.iter_mut()).zip(indices) {
             let src = &images[i * len..(i + 1) * len];
             if self.downsample {
                 downsample2x2(self.rows, self.cols, src, scratch)?;
@@ -332,11 +393,8 @@ impl Shape {
             } else {
                 t.apply(rows, cols, src, slot)?;
             }
-            y.push(labels[i]);
+            *label = labels[i];
         }
-        Ok(ClientData {
-            x,
-            y: TargetsOwned::Class(y),
-        })
+        Ok(())
     }
 }

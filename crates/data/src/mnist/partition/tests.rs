@@ -157,6 +157,38 @@ fn some_clients_alone_are_the_partitions_clients() {
     assert!(e.contains("client 8"), "{e}");
 }
 
+/// The partition's training clients produced on demand are its stored
+/// clients, bit for bit, and so is the whole materialised data set.
+fn view_matches_stored(m: &Mnist, s: &MnistClustersSpec, seed: u64) {
+    use fedcluster_core::ShardBuf;
+    let stored = mnist_clusters(m, s, seed).unwrap();
+    let data = crate::mnist::MnistClustersData::new(m.clone(), s, seed).unwrap();
+    {
+        let view = data.view();
+        assert_eq!(view.dim, stored.dim);
+        assert_eq!(view.train.num_clients(), stored.train.len());
+        let mut buf = ShardBuf::default();
+        for (i, client) in stored.train.iter().enumerate() {
+            let produced = view.train.batch(i, &mut buf);
+            let want = client.batch(stored.dim);
+            assert_eq!(produced.x, want.x, "client {i}");
+            assert_eq!(produced.y, want.y, "client {i}");
+        }
+    }
+    assert_eq!(data.materialize(), stored);
+}
+
+#[test]
+fn clients_produced_on_demand_are_the_stored_ones() {
+    let m = tiny(12, 6);
+    view_matches_stored(&m, &spec(&ROTATIONS, 8, 3, 4), 3);
+    let down = MnistClustersSpec {
+        downsample: true,
+        ..spec(&[Transform::Identity, Transform::Invert], 2, 6, 2)
+    };
+    view_matches_stored(&m, &down, 5);
+}
+
 #[test]
 fn partitions_depend_on_the_seed_only() {
     let m = tiny(40, 10);
@@ -266,6 +298,8 @@ fn rotated_real_mnist() {
     assert_eq!(data.truth.test_labels, [0, 1, 2, 3]);
     check_contents(m, &s, 5, &data);
     assert_eq!(data, mnist_clusters(m, &s, 5).unwrap());
+    view_matches_stored(m, &s, 5);
+    view_matches_stored(m, &spec(&all, 2400, 25, 400), 1);
     // Independent permutations per cluster.
     let orders: Vec<Vec<usize>> = (0..4).map(|j| order(60_000, 5, j)).collect();
     assert_ne!(orders[0][..20], orders[1][..20]);
