@@ -13,34 +13,32 @@
 //! counted; a client that did not reply in time is counted as dropped and may
 //! answer later rounds.
 
+mod service;
+mod state;
+
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tokio::sync::Notify;
-use tonic::{Request, Response, Status};
 
 use fedcluster_core::{AlgoError, ClientId, Message, RoundCtx};
 use fedcluster_sim::{EngineError, Transport, check_plan};
 
 use crate::checkpoint::{ReplyLog, RoundReplies};
-use crate::chunk::{Assembler, MAX_MESSAGE, chunks};
+use crate::chunk::{MAX_MESSAGE, chunks};
 use crate::pb::Chunk;
-use crate::pb::federation_server::{Federation, FederationServer};
-use crate::pb::pull_reply::Status as PullStatus;
-use crate::pb::{
-    HeartbeatReply, HeartbeatRequest, PullReply, PullRequest, PushReply, PushRequest,
-    RegisterReply, RegisterRequest,
-};
+use crate::pb::federation_server::FederationServer;
 use crate::security::{RequireToken, ServerTls};
-use crate::{NetError, PROTOCOL_VERSION, codec};
+use crate::{NetError, codec};
 
-/// How long a pull waits for work before answering `WAIT`.
-const LONG_POLL: Duration = Duration::from_secs(1);
+use service::Service;
+pub use state::{NetStats, ReplyIssue, SILENT_AFTER};
+use state::{RoundState, Shared, State, silent_clients};
 
 /// What the coordinator needs to know before it listens.
 #[derive(Debug, Clone)]
@@ -65,114 +63,6 @@ pub struct CoordinatorOptions {
     pub checkpoint: Option<PathBuf>,
     /// Replay the checkpoint's rounds, then carry on.
     pub resume: bool,
-}
-
-/// A planned reply that did not reach the server: which round (from 0, as
-/// the engine counts), which client, and why.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ReplyIssue {
-    /// The round, from 0.
-    pub round: u64,
-    /// The client.
-    pub client: ClientId,
-    /// `dropped` (no reply before the round closed), `rejected`, or
-    /// `restarted` (a new process joined mid-run: its client's state is lost).
-    pub outcome: &'static str,
-    /// Why.
-    pub reason: String,
-}
-
-/// Counters of what crossed the wire, and every reply that did not count.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct NetStats {
-    /// Replies (or chunks of them) refused: bad hash, wrong round,
-    /// undecodable, NaN/inf, wrong shape.
-    pub rejected: u64,
-    /// Planned replies that did not arrive before their round closed.
-    pub dropped: u64,
-    /// Client processes that joined anew mid-run (their state lost).
-    pub restarted: u64,
-    /// Payload bytes sent to clients (chunks pulled).
-    pub bytes_down: u64,
-    /// Payload bytes received from clients (chunks pushed).
-    pub bytes_up: u64,
-    /// Every dropped or rejected reply, in the order they happened.
-    pub issues: Vec<ReplyIssue>,
-}
-
-impl NetStats {
-    /// Counts a rejected reply of `client` in `round`.
-    fn reject(&mut self, round: u64, client: ClientId, reason: impl Into<String>) {
-        self.rejected += 1;
-        self.issues.push(ReplyIssue {
-            round,
-            client,
-            outcome: "rejected",
-            reason: reason.into(),
-        });
-    }
-}
-
-/// One round's messages and replies.
-#[derive(Debug, Default)]
-struct RoundState {
-    round: u64,
-    open: bool,
-    /// Each planned client's message, in hashed chunks (clients sent the
-    /// same bytes share them).
-    work: HashMap<ClientId, Arc<Vec<Chunk>>>,
-    uploads: HashMap<ClientId, Assembler>,
-    replies: BTreeMap<ClientId, Vec<u8>>,
-}
-
-#[derive(Debug)]
-struct State {
-    /// Session of each registered client.
-    sessions: HashMap<String, ClientId>,
-    joined: HashMap<ClientId, (String, Instant)>,
-    round: RoundState,
-    finished: bool,
-    /// Rounds have been run (or replayed): a new client process joining now
-    /// has lost its client's state.
-    underway: bool,
-    /// Clients told the run is over (by a pull or a heartbeat).
-    told: std::collections::HashSet<ClientId>,
-    stats: NetStats,
-    serial: u64,
-}
-
-struct Shared {
-    options: CoordinatorOptions,
-    state: Mutex<State>,
-    /// Wakes the engine when a reply or a client arrives.
-    changed: Condvar,
-    /// Wakes long-polling pulls when a round is published or the run ends.
-    work_ready: Notify,
-}
-
-impl Shared {
-    fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Waits at most `left` for a reply or a registration.
-    fn wait<'a>(&self, state: MutexGuard<'a, State>, left: Duration) -> MutexGuard<'a, State> {
-        self.changed
-            .wait_timeout(state, left)
-            .unwrap_or_else(|e| e.into_inner())
-            .0
-    }
-
-    fn client_of(&self, state: &mut State, session: &str) -> Result<ClientId, Status> {
-        let id = *state
-            .sessions
-            .get(session)
-            .ok_or_else(|| Status::unauthenticated("unknown session: register first"))?;
-        if let Some(j) = state.joined.get_mut(&id) {
-            j.1 = Instant::now();
-        }
-        Ok(id)
-    }
 }
 
 /// The coordinator: owns the gRPC server (on its own runtime) and is the
@@ -398,28 +288,6 @@ impl Coordinator {
     }
 }
 
-/// A client unheard of for this long (three missed heartbeats of
-/// [`crate::Session`]) is silent: a round stops waiting for it once every
-/// other planned client has replied.
-pub const SILENT_AFTER: Duration = Duration::from_secs(3 * crate::client::HEARTBEAT.as_secs());
-
-/// Planned clients of the open round that have not replied and have not been
-/// heard from (any request) for [`SILENT_AFTER`].
-fn silent_clients(state: &State) -> usize {
-    let round = &state.round;
-    round
-        .work
-        .keys()
-        .filter(|id| !round.replies.contains_key(id))
-        .filter(|id| {
-            state
-                .joined
-                .get(id)
-                .is_none_or(|(_, seen)| seen.elapsed() >= SILENT_AFTER)
-        })
-        .count()
-}
-
 impl Drop for Coordinator {
     fn drop(&mut self) {
         self.stop();
@@ -497,178 +365,4 @@ where
     fn num_clients(&self) -> usize {
         self.shared.options.num_clients
     }
-}
-
-/// The gRPC service over the shared state.
-struct Service(Arc<Shared>);
-
-#[tonic::async_trait]
-impl Federation for Service {
-    async fn register(
-        &self,
-        request: Request<RegisterRequest>,
-    ) -> Result<Response<RegisterReply>, Status> {
-        let r = request.into_inner();
-        let shared = &self.0;
-        if r.protocol != PROTOCOL_VERSION {
-            return Err(Status::failed_precondition(format!(
-                "protocol {} is not spoken here (version {PROTOCOL_VERSION})",
-                r.protocol
-            )));
-        }
-        let id = r.client_id as ClientId;
-        if id >= shared.options.num_clients {
-            return Err(Status::invalid_argument(format!(
-                "client {id}: this run has clients 0..{}",
-                shared.options.num_clients
-            )));
-        }
-        let mut state = shared.lock();
-        if r.fresh && state.underway {
-            let round = state.round.round;
-            state.stats.restarted += 1;
-            state.stats.issues.push(ReplyIssue {
-                round,
-                client: id,
-                outcome: "restarted",
-                reason: "a new process joined mid-run: the client's own state (optimizer \
-                         moments, importance weights, local model) starts over"
-                    .into(),
-            });
-        }
-        state.serial += 1;
-        let session = format!("{id}-{}-{:x}", state.serial, nanos());
-        // A client that registers again (restarted) replaces its old session.
-        if let Some((old, _)) = state.joined.insert(id, (session.clone(), Instant::now())) {
-            state.sessions.remove(&old);
-        }
-        state.sessions.insert(session.clone(), id);
-        drop(state);
-        shared.changed.notify_all();
-        Ok(Response::new(RegisterReply {
-            session,
-            config_toml: shared.options.config_toml.clone(),
-        }))
-    }
-
-    async fn heartbeat(
-        &self,
-        request: Request<HeartbeatRequest>,
-    ) -> Result<Response<HeartbeatReply>, Status> {
-        let mut state = self.0.lock();
-        let id = self.0.client_of(&mut state, &request.get_ref().session)?;
-        if state.finished {
-            state.told.insert(id);
-            self.0.changed.notify_all();
-        }
-        Ok(Response::new(HeartbeatReply {
-            finished: state.finished,
-        }))
-    }
-
-    async fn pull(&self, request: Request<PullRequest>) -> Result<Response<PullReply>, Status> {
-        let r = request.into_inner();
-        let shared = &self.0;
-        for attempt in 0..2 {
-            let notified = shared.work_ready.notified();
-            {
-                let mut state = shared.lock();
-                let id = shared.client_of(&mut state, &r.session)?;
-                let reply = |status: PullStatus, round: u64, chunk| PullReply {
-                    status: status as i32,
-                    round,
-                    rounds: shared.options.rounds as u64,
-                    num_clients: shared.options.num_clients as u64,
-                    chunk,
-                };
-                if state.finished {
-                    state.told.insert(id);
-                    shared.changed.notify_all();
-                    return Ok(Response::new(reply(PullStatus::Finished, 0, None)));
-                }
-                let round = &state.round;
-                let pending =
-                    round.open && round.round >= r.from_round && !round.replies.contains_key(&id);
-                if let Some(pieces) = round.work.get(&id).filter(|_| pending) {
-                    let number = round.round;
-                    let piece = pieces.get(r.chunk as usize).cloned().ok_or_else(|| {
-                        Status::out_of_range(format!("no chunk {} in this message", r.chunk))
-                    })?;
-                    state.stats.bytes_down += piece.data.len() as u64;
-                    return Ok(Response::new(reply(PullStatus::Work, number, Some(piece))));
-                }
-                if attempt == 1 {
-                    return Ok(Response::new(reply(PullStatus::Wait, 0, None)));
-                }
-            }
-            let _ = tokio::time::timeout(LONG_POLL, notified).await;
-        }
-        unreachable!("the second attempt always answers")
-    }
-
-    async fn push(&self, request: Request<PushRequest>) -> Result<Response<PushReply>, Status> {
-        let r = request.into_inner();
-        let shared = &self.0;
-        let mut state = shared.lock();
-        let id = shared.client_of(&mut state, &r.session)?;
-        let refuse = |reason: String| {
-            Ok(Response::new(PushReply {
-                accepted: false,
-                reason,
-            }))
-        };
-        if state.round.round != r.round {
-            // Not the current round at all: a broken or hostile client.
-            let why = format!(
-                "round {} is not the current round {}",
-                r.round, state.round.round
-            );
-            let current = state.round.round;
-            state.stats.reject(current, id, why.clone());
-            return refuse(why);
-        }
-        let round = &mut state.round;
-        if !round.open || !round.work.contains_key(&id) {
-            return refuse(format!(
-                "round {} is not open for client {id} (late or stale reply)",
-                r.round
-            ));
-        }
-        if round.replies.contains_key(&id) {
-            return refuse(format!("round {}: client {id} already replied", r.round));
-        }
-        let Some(piece) = r.chunk else {
-            return refuse("no chunk".into());
-        };
-        let size = piece.data.len() as u64;
-        let added = round.uploads.entry(id).or_default().add(piece);
-        match added {
-            Err(e) => {
-                round.uploads.remove(&id);
-                let current = round.round;
-                state.stats.reject(current, id, e.to_string());
-                refuse(e.to_string())
-            }
-            Ok(done) => {
-                if let Some(bytes) = done {
-                    round.uploads.remove(&id);
-                    round.replies.insert(id, bytes);
-                }
-                state.stats.bytes_up += size;
-                drop(state);
-                shared.changed.notify_all();
-                Ok(Response::new(PushReply {
-                    accepted: true,
-                    reason: String::new(),
-                }))
-            }
-        }
-    }
-}
-
-fn nanos() -> u128 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0)
 }
