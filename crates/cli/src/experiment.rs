@@ -6,7 +6,7 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 
 use fedcluster_algorithms::{Algorithm, Checked, FieldError, Setup, TrueClusters, Visit};
-use fedcluster_core::{Batch, ClientId, Model, ServerHalf, ShardBuf, TensorSpec};
+use fedcluster_core::{Model, ServerHalf, TensorSpec};
 use fedcluster_data::{DataSet, DataView, FederatedData};
 use fedcluster_sim::record::{RoundRecord, TestPick, TestSet, Truth, records};
 use fedcluster_sim::{InProcess, RoundEvent, Transport, run_from};
@@ -108,117 +108,8 @@ pub fn build_data(config: &RunConfig) -> Result<FederatedData> {
     })
 }
 
-/// The training data of some clients alone: what a joining process holds.
-pub struct OwnClients {
-    /// Features per sample.
-    pub dim: usize,
-    /// What the targets mean.
-    pub task: fedcluster_data::Task,
-    /// The data set's training clients (all of them, not only these).
-    pub num_clients: usize,
-    clients: Vec<OwnClient>,
-}
-
-/// One client's data, produced from its stream or kept from a stored set.
-enum OwnClient {
-    Produced(ShardBuf),
-    Stored(fedcluster_data::ClientData),
-}
-
-impl OwnClients {
-    /// The `i`-th of the clients asked for.
-    pub fn batch(&self, i: usize) -> Batch<'_> {
-        match &self.clients[i] {
-            OwnClient::Produced(buf) => buf.real_batch(self.dim),
-            OwnClient::Stored(data) => data.batch(self.dim),
-        }
-    }
-}
-
-/// The training data of clients `ids` (each below the data set's client
-/// count) and nothing else: a synthetic regression set draws just those
-/// clients from their streams; any other set is built, then everything else
-/// (the other clients, the test clients, the ground truth) is dropped before
-/// the rounds start.
-pub fn own_clients(config: &RunConfig, ids: &[ClientId]) -> Result<OwnClients> {
-    // MNIST clusters: just these clients' images, transformed.
-    if let DataConfig::Mnist(spec) = &config.data {
-        let mnist = fedcluster_data::load_mnist(mnist_dir(&spec.data_dir)?)?;
-        if let Some(id) = ids.iter().find(|&&id| id >= spec.clients) {
-            anyhow::bail!(
-                "client {id}: the run's data set has {} clients",
-                spec.clients
-            );
-        }
-        let clients = fedcluster_data::mnist_cluster_clients(&mnist, spec, config.seed, ids)
-            .context("cannot build the data set")?;
-        let dim = clients.first().map_or(0, |c| c.x.len() / c.len().max(1));
-        return Ok(OwnClients {
-            dim,
-            task: fedcluster_data::Task::Classification {
-                classes: fedcluster_data::mnist::MNIST_CLASSES,
-            },
-            num_clients: spec.clients,
-            clients: clients.into_iter().map(OwnClient::Stored).collect(),
-        });
-    }
-    let data = generate(config)?;
-    let (dim, task, num_clients) = {
-        let view = data.view();
-        (view.dim, view.task, view.train.num_clients())
-    };
-    if let Some(id) = ids.iter().find(|&&id| id >= num_clients) {
-        anyhow::bail!("client {id}: the run's data set has {num_clients} clients");
-    }
-    let clients = match data {
-        DataSet::Generated(g) => {
-            let train = g.view().train;
-            ids.iter()
-                .map(|&id| {
-                    let mut buf = ShardBuf::default();
-                    let _ = train.batch(id, &mut buf);
-                    OwnClient::Produced(buf)
-                })
-                .collect()
-        }
-        DataSet::Mnist(m) => {
-            let train = m.view().train;
-            ids.iter()
-                .map(|&id| {
-                    let mut buf = ShardBuf::default();
-                    let batch = train.batch(id, &mut buf);
-                    let x = batch.x.to_vec();
-                    OwnClient::Stored(fedcluster_data::ClientData {
-                        x,
-                        y: fedcluster_data::TargetsOwned::Class(buf.classes),
-                    })
-                })
-                .collect()
-        }
-        DataSet::Stored(stored) => {
-            let stored = validated(stored)?;
-            let mut train: Vec<Option<fedcluster_data::ClientData>> =
-                stored.train.into_iter().map(Some).collect();
-            ids.iter()
-                .map(|&id| {
-                    train[id]
-                        .take()
-                        .map(OwnClient::Stored)
-                        .ok_or_else(|| anyhow::anyhow!("client {id} is listed twice"))
-                })
-                .collect::<Result<_>>()?
-        }
-    };
-    Ok(OwnClients {
-        dim,
-        task,
-        num_clients,
-        clients,
-    })
-}
-
 /// The configured data set, its synthetic clients not generated yet.
-fn generate(config: &RunConfig) -> Result<DataSet> {
+pub(crate) fn generate(config: &RunConfig) -> Result<DataSet> {
     let stored = match &config.data {
         DataConfig::IfcaSynthetic(spec) => {
             return fedcluster_data::ifca_synthetic_on_demand(spec, config.seed)
@@ -257,13 +148,13 @@ fn generate(config: &RunConfig) -> Result<DataSet> {
 }
 
 /// `data`, once it has passed [`FederatedData::validate`].
-fn validated(data: FederatedData) -> Result<FederatedData> {
+pub(crate) fn validated(data: FederatedData) -> Result<FederatedData> {
     data.validate().context("the data set is malformed")?;
     Ok(data)
 }
 
 /// The MNIST directory a config names.
-fn mnist_dir(dir: &Option<std::path::PathBuf>) -> Result<&std::path::Path> {
+pub(crate) fn mnist_dir(dir: &Option<std::path::PathBuf>) -> Result<&std::path::Path> {
     dir.as_deref().ok_or_else(|| {
         anyhow::anyhow!(
             "field `data.data_dir`: MNIST needs the directory of its IDX files \

@@ -11,6 +11,7 @@ pub mod experiment;
 pub mod model;
 pub mod net_commands;
 pub mod network;
+pub mod own_clients;
 pub mod plot;
 pub mod reproduce;
 pub mod reproduce_command;

@@ -19,8 +19,9 @@ use fedcluster_net::{
 use crate::config::{RunConfig, data_dir_override};
 use crate::experiment::{
     Driver, Outcome, Progress, algorithm_field, build_data_set, build_model, check_starts_from,
-    client_sizes, initial_models, own_clients, setup,
+    client_sizes, initial_models, setup,
 };
+use crate::own_clients::own_clients;
 
 /// How the coordinator listens and whom it admits.
 #[derive(Debug, Clone)]

@@ -60,6 +60,17 @@ impl ClientData {
         self.y.is_empty()
     }
 
+    /// A copy of `batch` (a client produced on demand, kept).
+    pub fn copied(batch: Batch<'_>) -> Self {
+        Self {
+            x: batch.x.to_vec(),
+            y: match batch.y {
+                Targets::Real(y) => TargetsOwned::Real(y.to_vec()),
+                Targets::Class(y) => TargetsOwned::Class(y.to_vec()),
+            },
+        }
+    }
+
     /// A batch view of all samples. `dim` must be the data set's feature count
     /// (guaranteed for every client of a data set that passed
     /// [`FederatedData::validate`]).

@@ -8,7 +8,7 @@ use fedcluster_core::{Batch, ClientId, ShardBuf, Shards};
 
 use super::partition::{MnistClustersSpec, Parts};
 use super::{MNIST_CLASSES, Mnist};
-use crate::dataset::{ClientData, FederatedData, GroundTruth, TargetsOwned, Task};
+use crate::dataset::{ClientData, FederatedData, GroundTruth, Task};
 use crate::error::Result;
 use crate::view::{DataView, StoredClients};
 
@@ -62,13 +62,7 @@ impl MnistClustersData {
         let mut buf = ShardBuf::default();
         let clients = TrainClients(&self);
         let train = (0..self.spec.clients)
-            .map(|i| {
-                let x = clients.batch(i, &mut buf).x.to_vec();
-                ClientData {
-                    x,
-                    y: TargetsOwned::Class(buf.classes.clone()),
-                }
-            })
+            .map(|i| ClientData::copied(clients.batch(i, &mut buf)))
             .collect();
         FederatedData {
             name: self.name,
