@@ -17,7 +17,7 @@ use crate::common::checked::{Checked, FieldError, Validate};
 
 /// One algorithm: its config and the construction of its halves. Each
 /// algorithm directory implements it on a unit type (`ifca::Ifca`, ...).
-pub trait Algorithm {
+pub trait Algorithm: 'static {
     /// The config table under `[algorithm]` (without `name`).
     type Config: Validate + Clone + Debug + Serialize + DeserializeOwned;
     /// Server-to-client message; what crosses the wire in networked runs.
@@ -28,7 +28,11 @@ pub trait Algorithm {
     type Server: ServerHalf<Down = Self::Down, Up = Self::Up> + Serialize + DeserializeOwned;
     /// The client half; every client starts from a clone of it. Serde, so a
     /// run can checkpoint what each client keeps between rounds.
-    type Client: ClientHalf<Down = Self::Down, Up = Self::Up> + Clone + Serialize + DeserializeOwned;
+    type Client: ClientHalf<Down = Self::Down, Up = Self::Up>
+        + Clone
+        + Serialize
+        + DeserializeOwned
+        + 'static;
 
     /// Whether the server starts from [`Setup::initial_models`] when given
     /// (its cluster models are drawn by the server, not trained by clients

@@ -365,7 +365,7 @@ impl Visit for InProcessRun<'_, '_> {
 pub(crate) struct Driver<'a> {
     pub(crate) config: &'a RunConfig,
     data: &'a DataView<'a>,
-    model: &'a dyn Model,
+    pub(crate) model: &'a dyn Model,
 }
 
 impl<'a> Driver<'a> {

@@ -3,11 +3,13 @@
 //! other one; the binary in `main.rs` is a thin clap front end over it.
 
 pub mod bench;
+pub mod bridge;
 pub mod certs;
 pub mod checkpoint;
 pub mod config;
 pub mod data_command;
 pub mod experiment;
+pub mod hosted_client;
 pub mod model;
 pub mod net_commands;
 pub mod network;

@@ -25,6 +25,17 @@ impl OwnClients {
     pub fn batch(&self, i: usize) -> Batch<'_> {
         self.clients[i].batch(self.dim)
     }
+
+    /// The `i`-th of the clients asked for, taken out (empty after).
+    pub fn take(&mut self, i: usize) -> ClientData {
+        std::mem::replace(
+            &mut self.clients[i],
+            ClientData {
+                x: Vec::new(),
+                y: fedcluster_data::TargetsOwned::Real(Vec::new()),
+            },
+        )
+    }
 }
 
 /// The training data of clients `ids` (each below the data set's client

@@ -1,0 +1,1 @@
+"""IFCA on Flower with fedcluster's server half."""

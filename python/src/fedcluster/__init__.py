@@ -1,0 +1,33 @@
+"""fedcluster: clustered federated learning, its Rust engine driven from Python.
+
+- :func:`run` runs a config in process, as ``fedcluster run`` does, and returns
+  the per-round metrics, the summary and the final cluster models as numpy.
+- :class:`Server` and :class:`Client` are an algorithm's two halves, their
+  messages (bytes, the networked mode's wire form) carried by the caller.
+- :mod:`fedcluster.ifca` reads and writes IFCA's messages as numpy arrays, and
+  :class:`fedcluster.ifca.IfcaClient` speaks IFCA's client protocol for a model
+  written in Python (:mod:`fedcluster.torch` adapts a ``torch.nn.Module``).
+- :mod:`fedcluster.flower` has the Flower strategies and ClientApp
+  (``pip install 'fedcluster[flower]'``).
+"""
+
+from . import ifca
+from ._native import ConfigError, FedclusterError, default_config
+from .config import Config, load_config
+from .halves import Client, Planned, RoundDone, Server
+from .run import RunResult, run
+
+__all__ = [
+    "Client",
+    "Config",
+    "ConfigError",
+    "FedclusterError",
+    "default_config",
+    "ifca",
+    "Planned",
+    "RoundDone",
+    "RunResult",
+    "Server",
+    "load_config",
+    "run",
+]
