@@ -93,6 +93,43 @@ def test_the_strategy_over_two_nodes_gives_the_runs_metrics(messages):
     assert grid.sent == 2 + 4 * per_round  # the two queries, then the rounds
 
 
+CLUSTERING = {
+    "srfca": {"name": "srfca", "threshold": {"kind": "quantile", "value": 0.3}, "local_steps": 20,
+              "local_lr": 0.05, "refine_rounds": 3, "lr": 0.1,
+              "local_optimizer": {"kind": "adam", "batch_size": 16}},
+    "cfl": {"name": "cfl", "lr": 0.05, "local_steps": 3, "eps1": 0.05, "eps2": 0.1, "warmup_rounds": 3},
+    "fedsoft": {"name": "fedsoft", "clusters": 2, "lr": 0.05, "local_steps": 3, "participation": 0.7,
+                "init": {"kind": "gaussian", "std": 1.0}},
+    "cflmgd": {"name": "cflmgd", "clusters": 2, "aggregation": "model", "lr": 0.02, "momentum": 0.9,
+               "local_steps": 5, "restarts": 2, "init": {"kind": "gaussian", "std": 1.0}},
+}
+
+
+@pytest.mark.parametrize("name", sorted(CLUSTERING))
+def test_every_clustering_algorithm_runs_as_a_strategy_with_the_runs_metrics(name):
+    from fedcluster.flower import Cfl, CflMgd, FedSoft, SrFca
+
+    strategy_class = {"srfca": SrFca, "cfl": Cfl, "fedsoft": FedSoft, "cflmgd": CflMgd}[name]
+    config = small_mixture()
+    config["algorithm"] = CLUSTERING[name]
+    config["rounds"] = 6
+    strategy = strategy_class(config, messages="per-node")
+    strategy.start(LocalGrid([{"clients": "0-9"}, {"clients": "10-23"}]), timeout=60)
+    assert same_metrics(strategy.outcome(), fedcluster.run(config))
+
+
+def test_the_two_phase_method_runs_as_a_strategy_with_the_runs_metrics(repo):
+    from fedcluster.flower import TwoPhase
+
+    config = fedcluster.load_config(
+        repo / "configs" / "two-phase-mixed-regression.toml",
+        overrides={"rounds": 8, "algorithm.phase1.iterations": 3},
+    )
+    strategy = TwoPhase(config, messages="per-node")
+    strategy.start(LocalGrid([{"partition-id": 0, "num-partitions": 2}, {"partition-id": 1, "num-partitions": 2}]))
+    assert same_metrics(strategy.outcome(), fedcluster.run(config))
+
+
 def test_a_strategy_refuses_another_algorithms_config():
     from fedcluster.flower import ClusteredStrategy, SrFca
 
