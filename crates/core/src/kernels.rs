@@ -416,6 +416,11 @@ mod tests {
 /// infinities and NaNs; one OR per block of 256 collects it, branch-free.
 pub fn all_finite(x: &[f32]) -> bool {
     #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx512f") {
+        // SAFETY: the CPU supports the feature the function is compiled for.
+        return unsafe { all_finite_avx512(x) };
+    }
+    #[cfg(target_arch = "x86_64")]
     if std::is_x86_feature_detected!("avx2") {
         // SAFETY: the CPU supports the feature the function is compiled for.
         return unsafe { all_finite_avx2(x) };
@@ -426,6 +431,12 @@ pub fn all_finite(x: &[f32]) -> bool {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 fn all_finite_avx2(x: &[f32]) -> bool {
+    all_finite_body(x)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+fn all_finite_avx512(x: &[f32]) -> bool {
     all_finite_body(x)
 }
 
@@ -442,6 +453,12 @@ fn all_finite_body(x: &[f32]) -> bool {
 /// `y <- y + a * x`, rounded after the product and after the sum on every path.
 pub fn axpy(a: f32, x: &[f32], y: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx512f") {
+        // SAFETY: the CPU supports the feature the function is compiled for.
+        unsafe { axpy_avx512(a, x, y) };
+        return;
+    }
+    #[cfg(target_arch = "x86_64")]
     if std::is_x86_feature_detected!("avx2") {
         // SAFETY: the CPU supports the feature the function is compiled for.
         unsafe { axpy_avx2(a, x, y) };
@@ -453,6 +470,12 @@ pub fn axpy(a: f32, x: &[f32], y: &mut [f32]) {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 fn axpy_avx2(a: f32, x: &[f32], y: &mut [f32]) {
+    axpy_body(a, x, y);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+fn axpy_avx512(a: f32, x: &[f32], y: &mut [f32]) {
     axpy_body(a, x, y);
 }
 

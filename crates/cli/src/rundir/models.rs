@@ -49,7 +49,25 @@ pub fn encode(model: &str, tensors: &[TensorSpec], models: &[Vec<f32>]) -> Resul
         ("clusters".to_string(), models.len().to_string()),
         ("format".to_string(), "fedcluster".to_string()),
     ]);
-    Ok(safetensors::serialize(views, Some(metadata))?)
+    canonical(&safetensors::serialize(views, Some(metadata))?)
+}
+
+/// `file` with its JSON header's keys sorted: the `safetensors` crate writes
+/// them in `HashMap` order, which differs from run to run, and the same run
+/// must give the same bytes. The header stays padded to 8 bytes with spaces,
+/// as the format asks; tensor offsets are relative to the data, unchanged.
+fn canonical(file: &[u8]) -> Result<Vec<u8>> {
+    let len = u64::from_le_bytes(file[..8].try_into()?) as usize;
+    let header: serde_json::Value = serde_json::from_slice(&file[8..8 + len])?;
+    let mut text = serde_json::to_string(&header)?;
+    while !text.len().is_multiple_of(8) {
+        text.push(' ');
+    }
+    let mut out = Vec::with_capacity(8 + text.len() + file.len() - 8 - len);
+    out.extend_from_slice(&(text.len() as u64).to_le_bytes());
+    out.extend_from_slice(text.as_bytes());
+    out.extend_from_slice(&file[8 + len..]);
+    Ok(out)
 }
 
 /// The cluster models in the safetensors file at `path`, checked against
@@ -122,4 +140,30 @@ fn read_bounded(path: &Path) -> Result<Vec<u8>> {
         );
     }
     std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_same_models_give_the_same_bytes_and_read_back() {
+        let model = fedcluster_models::LogisticRegression::new(3, 2).unwrap();
+        let models = vec![vec![0.5; 8], vec![-1.5; 8]];
+        let first = encode("logistic", &model.tensors(), &models).unwrap();
+        // The crate's header order is a fresh `HashMap`'s each time.
+        for _ in 0..20 {
+            assert_eq!(
+                encode("logistic", &model.tensors(), &models).unwrap(),
+                first
+            );
+        }
+        let len = u64::from_le_bytes(first[..8].try_into().unwrap()) as usize;
+        assert_eq!(len % 8, 0);
+        let file = SafeTensors::deserialize(&first).unwrap();
+        assert_eq!(
+            file.tensor("cluster1.bias").unwrap().data(),
+            [0u8, 0, 192, 191, 0, 0, 192, 191]
+        );
+    }
 }

@@ -5,6 +5,8 @@
 //! The kernel always runs single-threaded: fedcluster parallelises over clients,
 //! and a single-threaded kernel gives the same bits whatever the thread count.
 
+mod tiny;
+
 /// A read-only strided matrix view.
 #[derive(Clone, Copy, Debug)]
 pub struct MatRef<'a> {
@@ -101,7 +103,7 @@ impl<'a> MatMut<'a> {
 /// `c <- (accumulate ? c : 0) + scale * a * b`.
 ///
 /// Panics on mismatched shapes (a programming error, never user input).
-pub fn matmul(c: MatMut<'_>, a: MatRef<'_>, b: MatRef<'_>, accumulate: bool, scale: f32) {
+pub fn matmul(mut c: MatMut<'_>, a: MatRef<'_>, b: MatRef<'_>, accumulate: bool, scale: f32) {
     assert_eq!(a.cols, b.rows, "matmul inner dimensions");
     assert_eq!((c.rows, c.cols), (a.rows, b.cols), "matmul output shape");
     let (m, n, k) = (c.rows, c.cols, a.cols);
@@ -116,6 +118,9 @@ pub fn matmul(c: MatMut<'_>, a: MatRef<'_>, b: MatRef<'_>, accumulate: bool, sca
                 }
             }
         }
+        return;
+    }
+    if !accumulate && tiny::matmul(&mut c, &a, &b, scale) {
         return;
     }
     // SAFETY: `fits` was checked for every view at construction (and transposition
