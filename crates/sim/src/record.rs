@@ -232,33 +232,29 @@ fn evaluate(view: &ReplicaView<'_>, test: &TestSet<'_>) -> Evaluation {
         .into_par_iter()
         .map_init(Scratch::default, |Scratch(ws, buf), i| {
             let batch = test.clients.batch(i, buf);
-            let losses: Vec<f64> = view
-                .models
-                .iter()
-                .map(|m| test.model.loss(m, batch, ws))
-                .collect();
-            let pick = match test.pick {
-                TestPick::LowestLoss => argmin_f64(&losses),
-                TestPick::HighestAccuracy | TestPick::Assigned | TestPick::Own => {
-                    let errors: Vec<f64> = view
-                        .models
-                        .iter()
-                        .map(|m| {
-                            let correct = test.model.count_correct(m, batch, ws).unwrap_or(0);
-                            (batch.len() - correct) as f64
-                        })
+            // Each model is scored once, by what picks it; the pick's other
+            // number is computed once more.
+            match test.pick {
+                TestPick::LowestLoss => {
+                    let losses: Vec<f64> = (view.models.iter())
+                        .map(|m| test.model.loss(m, batch, ws))
                         .collect();
-                    argmin_f64(&errors)
+                    let pick = argmin_f64(&losses);
+                    let correct = test.model.count_correct(view.models[pick], batch, ws);
+                    (losses[pick], correct, batch.len(), pick)
                 }
-            };
-            let params = view.models[pick];
-            let loss = test.model.loss(params, batch, ws);
-            (
-                loss,
-                test.model.count_correct(params, batch, ws),
-                batch.len(),
-                pick,
-            )
+                TestPick::HighestAccuracy | TestPick::Assigned | TestPick::Own => {
+                    let correct: Vec<Option<usize>> = (view.models.iter())
+                        .map(|m| test.model.count_correct(m, batch, ws))
+                        .collect();
+                    let errors: Vec<f64> = (correct.iter())
+                        .map(|c| (batch.len() - c.unwrap_or(0)) as f64)
+                        .collect();
+                    let pick = argmin_f64(&errors);
+                    let loss = test.model.loss(view.models[pick], batch, ws);
+                    (loss, correct[pick], batch.len(), pick)
+                }
+            }
         })
         .collect();
     let chosen = per_client.iter().map(|c| Some(c.3)).collect();
