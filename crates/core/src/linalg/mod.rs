@@ -123,6 +123,12 @@ pub fn matmul(mut c: MatMut<'_>, a: MatRef<'_>, b: MatRef<'_>, accumulate: bool,
     if !accumulate && tiny::matmul(&mut c, &a, &b, scale) {
         return;
     }
+    by_gemm(c, a, b, accumulate, scale);
+}
+
+/// [`matmul`] by the `gemm` crate, for non-empty products (`k >= 1`).
+fn by_gemm(c: MatMut<'_>, a: MatRef<'_>, b: MatRef<'_>, accumulate: bool, scale: f32) {
+    let (m, n, k) = (c.rows, c.cols, a.cols);
     // SAFETY: `fits` was checked for every view at construction (and transposition
     // keeps it), so every index the kernel touches lies inside its slice; `c` is
     // borrowed mutably, so it cannot alias `a` or `b`.

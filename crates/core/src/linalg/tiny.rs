@@ -314,42 +314,6 @@ mod tests {
             .collect()
     }
 
-    /// `gemm` itself, for the product `matmul` would compute.
-    fn by_gemm(
-        c: &mut [f32],
-        (c_rs, c_cs): (usize, usize),
-        a: &MatRef<'_>,
-        b: &MatRef<'_>,
-        (m, n): (usize, usize),
-        scale: f32,
-    ) {
-        // SAFETY: the views were checked at construction; `c` is large enough
-        // for the strides given (the caller sizes it).
-        unsafe {
-            gemm::gemm(
-                m,
-                n,
-                a.cols,
-                c.as_mut_ptr(),
-                c_cs as isize,
-                c_rs as isize,
-                false,
-                a.data.as_ptr(),
-                a.col_stride as isize,
-                a.row_stride as isize,
-                b.data.as_ptr(),
-                b.col_stride as isize,
-                b.row_stride as isize,
-                1.0,
-                scale,
-                false,
-                false,
-                false,
-                gemm::Parallelism::None,
-            );
-        }
-    }
-
     #[test]
     fn every_shortcut_gives_gemms_bits() {
         let mut checked = 0;
@@ -382,9 +346,13 @@ mod tests {
                         } else {
                             MatRef::row_major(&bv, k, n)
                         };
-                        let (c_rs, c_cs) = if c_t { (1, m) } else { (n, 1) };
                         let mut want = vec![f32::NAN; m * n];
-                        by_gemm(&mut want, (c_rs, c_cs), &a, &b, (m, n), scale);
+                        let view = if c_t {
+                            MatMut::row_major(&mut want, n, m).t()
+                        } else {
+                            MatMut::row_major(&mut want, m, n)
+                        };
+                        super::super::by_gemm(view, a, b, false, scale);
                         let mut got = vec![f32::NAN; m * n];
                         let mut view = if c_t {
                             MatMut::row_major(&mut got, n, m).t()
