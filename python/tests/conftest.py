@@ -3,10 +3,16 @@ configs built as dicts."""
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
 import pytest
+
+# Flower sends usage events to its servers unless told not to: the tests stay on
+# this machine (read when flwr is imported, and inherited by every process the
+# deployment tests start).
+os.environ["FLWR_TELEMETRY_ENABLED"] = "0"
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(Path(__file__).parent))

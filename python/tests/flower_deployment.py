@@ -48,7 +48,7 @@ class Deployment:
     def run(self, app: Path, run_config: str, timeout: float) -> tuple[str, dict]:
         """``flwr run APP loopback --run-config ... --stream``: its output and
         the run's entry in ``flwr ls`` (with its status)."""
-        env = {**os.environ, "FLWR_HOME": str(self.home)}
+        env = {**os.environ, "FLWR_HOME": str(self.home), "FLWR_TELEMETRY_ENABLED": "0"}
         proc = subprocess.run(
             ["flwr", "run", str(app), "loopback", "--run-config", run_config, "--stream"],
             env=env,
@@ -83,7 +83,7 @@ def deployment(root: Path, node_configs: list[str], start_timeout: float = 60) -
         procs.append(
             subprocess.Popen(
                 args,
-                env={**os.environ, "FLWR_HOME": str(home)},
+                env={**os.environ, "FLWR_HOME": str(home), "FLWR_TELEMETRY_ENABLED": "0"},
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
