@@ -19,10 +19,10 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use fedcluster_algorithms::{Algorithm, Checked, Setup, Visit};
-use fedcluster_core::{AlgoError, ClientId, Message, RoundCtx, ServerHalf, TensorSpec};
+use fedcluster_core::{ClientId, Message, RoundCtx, ServerHalf, TensorSpec};
 use fedcluster_net::codec;
 use fedcluster_sim::record::RoundRecord;
-use fedcluster_sim::{EngineError, Transport, check_plan};
+use fedcluster_sim::{EngineError, Transport, check_plan, refused_shape};
 
 use crate::config::RunConfig;
 use crate::experiment::{
@@ -165,16 +165,7 @@ impl Hosted {
                 };
                 Ok(Some(planned))
             }
-            ToHost::Done(outcome) => {
-                self.phase = Phase::Over;
-                let failed = outcome.as_ref().err().map(|e| anyhow!("{e:#}"));
-                self.outcome = Some(outcome);
-                match failed {
-                    Some(e) => Err(e),
-                    None => Ok(None),
-                }
-            }
-            _ => bail!("the engine answered out of order"),
+            other => self.unexpected(other).map(|()| None),
         }
     }
 
@@ -207,7 +198,9 @@ impl Hosted {
                 Ok(())
             }
             ToHost::Checked(Err(why)) => bail!("round {round}: client {client}: {why}"),
-            other => self.unexpected(other),
+            other => self
+                .unexpected(other)
+                .and_then(|()| bail!("the run ended early")),
         }
     }
 
@@ -248,7 +241,9 @@ impl Hosted {
                 self.phase = Phase::Idle;
                 Ok(done)
             }
-            other => self.unexpected(other),
+            other => self
+                .unexpected(other)
+                .and_then(|()| bail!("the run ended early")),
         }
     }
 
@@ -276,20 +271,16 @@ impl Hosted {
         }
     }
 
-    /// The engine said something out of turn: only its end can be.
-    fn unexpected<T>(&mut self, message: ToHost) -> Result<T> {
-        match message {
-            ToHost::Done(outcome) => {
-                self.phase = Phase::Over;
-                let e = match &outcome {
-                    Err(e) => anyhow!("{e:#}"),
-                    Ok(_) => anyhow!("the run ended early"),
-                };
-                self.outcome = Some(outcome);
-                Err(e)
-            }
-            _ => bail!("the engine answered out of order"),
-        }
+    /// The engine's end (kept, and its error returned), or a message out of
+    /// turn.
+    fn unexpected(&mut self, message: ToHost) -> Result<()> {
+        let ToHost::Done(outcome) = message else {
+            bail!("the engine answered out of order");
+        };
+        self.phase = Phase::Over;
+        let failed = outcome.as_ref().err().map(|e| anyhow!("{e:#}"));
+        self.outcome = Some(outcome);
+        failed.map_or(Ok(()), Err)
     }
 
     fn ended<T>(&mut self) -> Result<T> {
@@ -322,10 +313,7 @@ fn run_engine(
     let initial = initial_models(config, model.as_ref())?;
     let run = HostedRun {
         driver,
-        setup: Setup {
-            initial_models: initial.as_deref(),
-            ..setup(config, &data, model.as_ref(), &sizes)
-        },
+        setup: setup(config, &data, model.as_ref(), &sizes, initial.as_deref()),
         bridge: Bridge {
             num_clients: data.train.num_clients(),
             to_host,
@@ -429,25 +417,15 @@ where
         let mut replies = BTreeMap::new();
         // Replies until the host finishes the round.
         while let ToEngine::Reply(id, bytes) = self.inbox.recv().map_err(|_| stopped())? {
-            let verdict = match codec::decode::<Up>(&bytes) {
-                Ok(up) if up.is_finite() => {
-                    replies.insert(id, up);
-                    Ok(())
-                }
-                Ok(_) => Err("non-finite values (NaN or infinity) in the reply".into()),
-                Err(e) => Err(format!("undecodable reply: {e}")),
-            };
+            let verdict = codec::decode_reply::<Up>(&bytes).map(|up| {
+                replies.insert(id, up);
+            });
             self.tell(ToHost::Checked(verdict))?;
         }
         self.rejected.clear();
         for (id, up) in replies {
-            match deliver(id, up) {
-                // The server refused its shape before touching its state.
-                Err(EngineError::Server {
-                    error: e @ AlgoError::Malformed { .. },
-                    ..
-                }) => self.rejected.push((id, e.to_string())),
-                other => other?,
+            if let Some(why) = refused_shape(deliver(id, up))? {
+                self.rejected.push((id, why));
             }
         }
         Ok(())

@@ -238,23 +238,21 @@ pub fn execute_controlled(
     let initial = initial_models(config, model)?;
     let run = InProcessRun {
         driver: Driver::new(config, data, model)?,
-        setup: Setup {
-            initial_models: initial.as_deref(),
-            ..setup(config, data, model, &sizes)
-        },
+        setup: setup(config, data, model, &sizes, initial.as_deref()),
         control,
     };
     config.algorithm.visit(run).map_err(algorithm_field)?
 }
 
 /// What the algorithm's server may be built from: the model, the clients and
-/// their sizes, and the data's ground truth as the setup's named inputs
-/// (read by the oracles only).
+/// their sizes, the models it starts from (`init_from`), and the data's
+/// ground truth as the setup's named inputs (read by the oracles only).
 pub fn setup<'a>(
     config: &RunConfig,
     data: &DataView<'a>,
     model: &'a dyn Model,
     sizes: &'a [usize],
+    initial_models: Option<&'a [Vec<f32>]>,
 ) -> Setup<'a> {
     Setup {
         client_sizes: Some(sizes),
@@ -263,6 +261,7 @@ pub fn setup<'a>(
             labels: &data.truth.train_labels,
         }),
         true_models: data.truth.params.as_deref(),
+        initial_models,
         ..Setup::new(model, data.train.num_clients(), config.seed)
     }
 }

@@ -6,6 +6,8 @@
 //! saved and restored (MessagePack, as in run checkpoints; a Flower node
 //! keeps it in the run's context).
 
+use std::sync::Arc;
+
 use anyhow::{Context, Result, anyhow, bail};
 
 use fedcluster_algorithms::{Algorithm, Checked, Visit};
@@ -28,7 +30,8 @@ pub struct HostedClient {
     half: Box<dyn ErasedHalf>,
     data: ClientData,
     dim: usize,
-    model: Box<dyn Model>,
+    /// Shared by the clients built together (one architecture, no state).
+    model: Arc<dyn Model>,
     ws: Workspace,
 }
 
@@ -43,11 +46,9 @@ impl HostedClient {
     /// Clients `ids` of the config's data set, the data set built once.
     pub fn from_config_many(config: &RunConfig, ids: &[ClientId]) -> Result<Vec<Self>> {
         let mut own = own_clients(config, ids)?;
+        let model: Arc<dyn Model> = build_model(config.model, own.dim, own.task)?.into();
         (ids.iter().enumerate())
-            .map(|(i, &id)| {
-                let model = build_model(config.model, own.dim, own.task)?;
-                Self::new(config, id, own.take(i), own.dim, model)
-            })
+            .map(|(i, &id)| Self::new(config, id, own.take(i), own.dim, Arc::clone(&model)))
             .collect()
     }
 
@@ -74,7 +75,7 @@ impl HostedClient {
             bail!("targets: class {bad} is not below the {classes} classes");
         }
         let model = build_model(config.model, dim, task)?;
-        Self::new(config, id, data, dim, model)
+        Self::new(config, id, data, dim, model.into())
     }
 
     fn new(
@@ -82,7 +83,7 @@ impl HostedClient {
         id: ClientId,
         data: ClientData,
         dim: usize,
-        model: Box<dyn Model>,
+        model: Arc<dyn Model>,
     ) -> Result<Self> {
         let half = config.algorithm.visit(MakeHalf).map_err(algorithm_field)?;
         Ok(Self {

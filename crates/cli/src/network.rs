@@ -167,10 +167,7 @@ pub fn serve(
     let initial = initial_models(config, model.as_ref())?;
     let mut run = CoordinatorRun {
         driver,
-        setup: Setup {
-            initial_models: initial.as_deref(),
-            ..setup(config, &data, model.as_ref(), &sizes)
-        },
+        setup: setup(config, &data, model.as_ref(), &sizes, initial.as_deref()),
         coordinator,
         ready,
         progress: &mut |p| {

@@ -87,7 +87,7 @@ impl Visit for MeasuredRun<'_> {
         let view = data.view();
         let model = build_model(self.config, &view).unwrap();
         let sizes = client_sizes(&view);
-        let setup = setup(self.config, &view, model.as_ref(), &sizes);
+        let setup = setup(self.config, &view, model.as_ref(), &sizes, None);
         let client = A::client(&config);
         let mut server = A::server(config, &setup).unwrap_or_else(|e| panic!("{}: {e}", self.text));
         let inner =

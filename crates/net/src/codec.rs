@@ -4,6 +4,8 @@
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use fedcluster_core::Message;
+
 use crate::NetError;
 
 /// Encodes one message.
@@ -22,4 +24,14 @@ pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, NetError> {
         )));
     }
     Ok(message)
+}
+
+/// A client's reply, decoded and checked finite; otherwise why it is refused
+/// (what `replies.csv` and the Python package report).
+pub fn decode_reply<Up: DeserializeOwned + Message>(bytes: &[u8]) -> Result<Up, String> {
+    match decode::<Up>(bytes) {
+        Ok(up) if up.is_finite() => Ok(up),
+        Ok(_) => Err("non-finite values (NaN or infinity) in the reply".into()),
+        Err(e) => Err(format!("undecodable reply: {e}")),
+    }
 }

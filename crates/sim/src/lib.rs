@@ -15,4 +15,4 @@ mod transport;
 
 pub use engine::{RoundEvent, run, run_from};
 pub use error::EngineError;
-pub use transport::{InProcess, Transport, check_plan};
+pub use transport::{InProcess, Transport, check_plan, refused_shape};

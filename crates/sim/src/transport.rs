@@ -47,6 +47,19 @@ pub fn check_plan<Down>(
     Ok(())
 }
 
+/// The outcome of delivering one reply with the reason the server refused
+/// it, if it did for its shape (before touching its state: the reply counts
+/// as not received); any other error stops the run.
+pub fn refused_shape(delivered: Result<(), EngineError>) -> Result<Option<String>, EngineError> {
+    match delivered {
+        Err(EngineError::Server {
+            error: e @ fedcluster_core::AlgoError::Malformed { .. },
+            ..
+        }) => Ok(Some(e.to_string())),
+        other => other.map(|()| None),
+    }
+}
+
 /// Clients handled in parallel per chunk and thread: their replies are delivered
 /// before the next chunk starts, so at most this many replies per thread are in
 /// memory at once, and the server's memory does not grow with the client count.

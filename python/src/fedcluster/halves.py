@@ -181,13 +181,7 @@ class Client:
         ids = [int(c) for c in clients]
         if any(c < 0 for c in ids):
             raise ValueError("clients: client ids must be >= 0")
-        out = []
-        for native in _native.Client.many(loaded, ids):
-            client = cls.__new__(cls)
-            client.config = loaded
-            client._native = native
-            out.append(client)
-        return out
+        return [cls._wrap(loaded, native) for native in _native.Client.many(loaded, ids)]
 
     @classmethod
     def from_arrays(
@@ -207,23 +201,28 @@ class Client:
         loaded = load_config(config)
         x = float32_matrix(features, "features")
         y = vector(targets, "targets", length=x.shape[0])
-        self = cls.__new__(cls)
-        self.config = loaded
         if classes is None:
             if y.dtype != np.float32:
                 raise TypeError(
                     f"targets: expected float32 regression targets (or pass classes= for "
                     f"class labels), got dtype {y.dtype}"
                 )
-            self._native = _native.Client.with_real_targets(loaded, int(client), x, y)
-        else:
-            if not np.issubdtype(y.dtype, np.integer):
-                raise TypeError(f"targets: expected integer class labels, got dtype {y.dtype}")
-            if y.size and (y.min() < 0 or y.max() >= classes):
-                raise ValueError(f"targets: class labels must lie in 0..{classes - 1}")
-            labels = y.astype(np.uint32)
-            self._native = _native.Client.with_class_targets(loaded, int(client), x, labels, int(classes))
-        return self
+            return cls._wrap(loaded, _native.Client.with_real_targets(loaded, int(client), x, y))
+        if not np.issubdtype(y.dtype, np.integer):
+            raise TypeError(f"targets: expected integer class labels, got dtype {y.dtype}")
+        if y.size and (y.min() < 0 or y.max() >= classes):
+            raise ValueError(f"targets: class labels must lie in 0..{classes - 1}")
+        labels = y.astype(np.uint32)
+        native = _native.Client.with_class_targets(loaded, int(client), x, labels, int(classes))
+        return cls._wrap(loaded, native)
+
+    @classmethod
+    def _wrap(cls, config: Config, native: _native.Client) -> Client:
+        """A Client around a native half built for ``config``."""
+        client = cls.__new__(cls)
+        client.config = config
+        client._native = native
+        return client
 
     @property
     def id(self) -> int:

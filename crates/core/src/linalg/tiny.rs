@@ -12,9 +12,10 @@
 //!   product in 8 FMA lanes (element `p` in lane `p % 8`, the tail
 //!   zero-padded), the lanes summed `(l, l + 4)`, then `(l, l + 2)`, then
 //!   `(0, 1)`, times the scale; `k <= 1024` (one of `gemm`'s depth blocks).
-//! - `gevv` (any CPU, where the horizontal path does not apply) for `k <= 2`:
-//!   `l1 (s r1) + l0 (s r0)` unfused, where `gemm` first transposes a
-//!   row-major product (`l` from `b`, `r` from `a`).
+//! - `gevv` (any CPU, where the horizontal path does not apply) for `k <= 2`
+//!   with `b`'s and `c`'s rows contiguous: `l1 (s r1) + l0 (s r0)` unfused,
+//!   where `gemm` first transposes a row-major product (`l` from `b`, `r`
+//!   from `a`).
 //!
 //! Only products that overwrite `c` come here; everything else goes to
 //! `gemm`. `tests` checks every path against `gemm` itself.
@@ -97,32 +98,17 @@ pub(super) fn matmul(c: &mut MatMut<'_>, a: &MatRef<'_>, b: &MatRef<'_>, scale: 
     // `gemm` transposes the problem when `c` is closer to row-major.
     let transposed = c.col_stride < c.row_stride;
     let x = |i: usize, p: usize| a.data[i * a.row_stride + p * a.col_stride];
-    if c.col_stride == 1 && b.col_stride == 1 {
-        // Row by row over contiguous memory.
-        let y = |p: usize| &b.data[p * b.row_stride..][..n];
-        let (y0, y1) = (y(0), if k == 2 { y(1) } else { &[][..] });
-        for i in 0..m {
-            let out = &mut c.data[i * c.row_stride..][..n];
-            let xs = [x(i, 0), if k == 2 { x(i, 1) } else { 0.0 }];
-            gevv_row(out, y0, y1, xs, scale, transposed);
-        }
-        return true;
+    // Only rows contiguous in `b` and `c` (every product of the models here):
+    // the others go to `gemm`.
+    if c.col_stride != 1 || b.col_stride != 1 {
+        return false;
     }
+    let y = |p: usize| &b.data[p * b.row_stride..][..n];
+    let (y0, y1) = (y(0), if k == 2 { y(1) } else { &[][..] });
     for i in 0..m {
-        for j in 0..n {
-            let term = |p: usize| {
-                let (xv, yv) = (x(i, p), b.data[p * b.row_stride + j * b.col_stride]);
-                let (l, r) = if transposed { (yv, xv) } else { (xv, yv) };
-                (l, scale * r)
-            };
-            let (l0, r0) = term(0);
-            c.data[i * c.row_stride + j * c.col_stride] = if k == 1 {
-                l0 * r0
-            } else {
-                let (l1, r1) = term(1);
-                l1 * r1 + l0 * r0
-            };
-        }
+        let out = &mut c.data[i * c.row_stride..][..n];
+        let xs = [x(i, 0), if k == 2 { x(i, 1) } else { 0.0 }];
+        gevv_row(out, y0, y1, xs, scale, transposed);
     }
     true
 }

@@ -26,8 +26,8 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tokio::sync::Notify;
 
-use fedcluster_core::{AlgoError, ClientId, Message, RoundCtx};
-use fedcluster_sim::{EngineError, Transport, check_plan};
+use fedcluster_core::{ClientId, Message, RoundCtx};
+use fedcluster_sim::{EngineError, Transport, check_plan, refused_shape};
 
 use crate::checkpoint::{ReplyLog, RoundReplies};
 use crate::chunk::{MAX_MESSAGE, chunks};
@@ -340,17 +340,9 @@ where
             }
         };
         for (id, bytes) in replies {
-            let refused = match codec::decode::<Up>(&bytes) {
-                Ok(up) if up.is_finite() => match deliver(id, up) {
-                    // The server refused its shape before touching its state.
-                    Err(EngineError::Server {
-                        error: e @ AlgoError::Malformed { .. },
-                        ..
-                    }) => Some(e.to_string()),
-                    other => other.map(|()| None)?,
-                },
-                Ok(_) => Some("non-finite values (NaN or infinity)".to_string()),
-                Err(e) => Some(format!("undecodable: {e}")),
+            let refused = match codec::decode_reply::<Up>(&bytes) {
+                Ok(up) => refused_shape(deliver(id, up))?,
+                Err(why) => Some(why),
             };
             if let Some(reason) = refused {
                 self.shared

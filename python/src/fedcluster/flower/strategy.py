@@ -80,6 +80,7 @@ class ClusteredStrategy(Strategy):
         #: Every replica's rows of every round so far (``metrics.csv``'s).
         self.rows: list[dict[str, Any]] = []
         self._node_of: dict[int, int] = {}
+        self._rounds_done = 0
         self._toml = self.config.toml
 
     # -- Flower's Strategy API -------------------------------------------------
@@ -155,6 +156,7 @@ class ClusteredStrategy(Strategy):
         for client, why in done.rejected:
             log(WARNING, "round %d: the reply of client %d was refused: %s", server_round, client, why)
         self.rows.extend(done.rows)
+        self._rounds_done += 1
         return _models_record(done), _metrics_record(done)
 
     def configure_evaluate(
@@ -170,16 +172,24 @@ class ClusteredStrategy(Strategy):
     def outcome(self) -> RunResult:
         """The run's result once every round has run (as
         :func:`fedcluster.run` returns it)."""
-        if self.server.plan() is not None:
-            raise FedclusterError("the run is not over: a round is left")
+        self._end()
         return self.server.outcome()
 
     def save(self, out: str | os.PathLike[str], *, overwrite: bool = False) -> str:
         """Writes the finished run's directory as ``fedcluster run --out`` does."""
-        self.outcome()
+        self._end()
         return self.server.save(out, overwrite=overwrite)
 
     # -- helpers -----------------------------------------------------------------
+
+    def _end(self) -> None:
+        """Lets the server see the run is over (without starting a round)."""
+        if self._rounds_done < self.server.rounds:
+            raise FedclusterError(
+                f"the run is not over: {self._rounds_done} of {self.server.rounds} rounds done"
+            )
+        if self.server.plan() is not None:
+            raise FedclusterError("the run is not over: a round is left")
 
     def _message(self, node: int, planned: Any, batch: list[tuple[int, np.ndarray]]) -> Message:
         content = RecordDict(
