@@ -5,9 +5,10 @@
 //! code as a portable fallback. `mul_add` is exactly rounded on both paths, so the
 //! results are bit-identical whichever path runs.
 //!
-//! Two element-wise loops that run over every reply of every round,
-//! [`all_finite`] and [`axpy`], are compiled for AVX2 (without FMA, so `axpy`
-//! multiplies then adds, as the portable path does) and chosen at run time too.
+//! Three element-wise loops that run over every reply of every round,
+//! [`all_finite`], [`axpy`] and [`add_scaled_f64`], are compiled for AVX-512
+//! and AVX2 (without FMA, so they multiply then add, as the portable path does)
+//! and chosen at run time too.
 //!
 //! `benches`: `fedcluster bench ifca-synthetic` and `small-clients` (see the README).
 
@@ -354,7 +355,7 @@ mod tests {
     }
 
     #[test]
-    fn axpy_and_all_finite_agree_with_their_portable_bodies() {
+    fn axpy_all_finite_and_add_scaled_agree_with_their_portable_bodies() {
         for len in [0, 1, 7, 255, 256, 1001] {
             let x = data(len, 0.5);
             let (mut fast, mut portable) = (data(len, 2.0), data(len, 2.0));
@@ -369,9 +370,33 @@ mod tests {
                 .collect();
             assert_eq!(bits(&fast), bits(&want), "len {len}");
             assert_eq!(all_finite(&fast), all_finite_body(&fast));
+            let largest = fast.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+            for bound in [largest * 0.5, largest, largest * 1.01, 1e30] {
+                if bound > 0.0 {
+                    let want = fast.iter().all(|v| v.abs() < bound);
+                    assert_eq!(all_abs_below(&fast, bound), want, "len {len} {bound}");
+                    assert_eq!(all_abs_below_body(&fast, bound.to_bits()), want);
+                }
+            }
+            let mut sums = data(len, 3.0)
+                .iter()
+                .map(|v| f64::from(*v) * 1e3)
+                .collect::<Vec<_>>();
+            let mut portable_sums = sums.clone();
+            let want: Vec<u64> = sums
+                .iter()
+                .zip(&x)
+                .map(|(s, v)| (s + 0.3 * f64::from(*v)).to_bits())
+                .collect();
+            add_scaled_f64(0.3, &x, &mut sums);
+            add_scaled_f64_body(0.3, &x, &mut portable_sums);
+            let bits64 = |v: &[f64]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits64(&sums), bits64(&portable_sums), "len {len}");
+            assert_eq!(bits64(&sums), want, "len {len}");
             if len > 0 {
                 fast[len / 2] = f32::NAN;
                 assert!(!all_finite(&fast) && !all_finite_body(&fast));
+                assert!(!all_abs_below(&fast, 1e30));
             }
         }
     }
@@ -450,6 +475,51 @@ fn all_finite_body(x: &[f32]) -> bool {
     })
 }
 
+/// Whether every entry's magnitude is below `bound` (a positive finite
+/// number; NaN never is): one compare of the sign-cleared bits per entry,
+/// ORed together, branch-free as [`all_finite`].
+pub fn all_abs_below(x: &[f32], bound: f32) -> bool {
+    assert!(bound > 0.0 && bound.is_finite(), "all_abs_below bound");
+    let bound = bound.to_bits();
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx512f") {
+        // SAFETY: the CPU supports the feature the function is compiled for.
+        return unsafe { all_abs_below_avx512(x, bound) };
+    }
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU supports the feature the function is compiled for.
+        return unsafe { all_abs_below_avx2(x, bound) };
+    }
+    all_abs_below_body(x, bound)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn all_abs_below_avx2(x: &[f32], bound: u32) -> bool {
+    all_abs_below_body(x, bound)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+fn all_abs_below_avx512(x: &[f32], bound: u32) -> bool {
+    all_abs_below_body(x, bound)
+}
+
+/// For non-negative floats the order of the bits is the order of the values,
+/// and NaNs' bits lie above every finite bound's. With both below `2^31`,
+/// `bound - 1 - bits` sets bit 31 exactly when `bits >= bound`.
+#[inline(always)]
+fn all_abs_below_body(x: &[f32], bound: u32) -> bool {
+    let last = bound - 1;
+    x.chunks(256).all(|block| {
+        let flags = block.iter().fold(0u32, |acc, v| {
+            acc | last.wrapping_sub(v.to_bits() & 0x7fff_ffff)
+        });
+        flags & 0x8000_0000 == 0
+    })
+}
+
 /// `y <- y + a * x`, rounded after the product and after the sum on every path.
 pub fn axpy(a: f32, x: &[f32], y: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
@@ -484,4 +554,60 @@ fn axpy_body(a: f32, x: &[f32], y: &mut [f32]) {
     for (yi, xi) in y.iter_mut().zip(x) {
         *yi += a * xi;
     }
+}
+
+/// `sums <- sums + w * f64(x)`, the `f64` accumulation of a weighted sum of
+/// models: a product then a sum per entry on every path, so the same bits.
+pub fn add_scaled_f64(w: f64, x: &[f32], sums: &mut [f64]) {
+    assert_eq!(x.len(), sums.len(), "add_scaled_f64 lengths");
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx512f") {
+        // SAFETY: the CPU supports the feature the function is compiled for.
+        unsafe { add_scaled_f64_avx512(w, x, sums) };
+        return;
+    }
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU supports the feature the function is compiled for.
+        unsafe { add_scaled_f64_avx2(w, x, sums) };
+        return;
+    }
+    add_scaled_f64_body(w, x, sums);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn add_scaled_f64_avx2(w: f64, x: &[f32], sums: &mut [f64]) {
+    add_scaled_f64_body(w, x, sums);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+fn add_scaled_f64_avx512(w: f64, x: &[f32], sums: &mut [f64]) {
+    add_scaled_f64_body(w, x, sums);
+}
+
+#[inline(always)]
+fn add_scaled_f64_body(w: f64, x: &[f32], sums: &mut [f64]) {
+    for (s, v) in sums.iter_mut().zip(x) {
+        *s += w * f64::from(*v);
+    }
+}
+
+/// Asks the CPU to fetch `data` into its caches ahead of use: one prefetch
+/// hint per 64-byte line. A hint only: no result depends on it.
+pub fn prefetch<T>(data: &[T]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+        let bytes = std::mem::size_of_val(data);
+        let start = data.as_ptr().cast::<i8>();
+        for offset in (0..bytes).step_by(64) {
+            // SAFETY: SSE is part of x86-64; a prefetch never faults and
+            // reads nothing the program sees, and the address lies in `data`.
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(start.wrapping_add(offset)) };
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = data;
 }

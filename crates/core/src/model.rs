@@ -120,6 +120,17 @@ impl Workspace {
             &mut b[..lens[i]]
         })
     }
+
+    /// Runs `f` with the training loops' gradient buffer, `len` long, and the
+    /// rest of the workspace: the buffer is lent out and put back, so it grows
+    /// on first use only.
+    pub fn with_grad<R>(&mut self, len: usize, f: impl FnOnce(&mut [f32], &mut Self) -> R) -> R {
+        let mut grad = std::mem::take(&mut self.grad);
+        grad.resize(len, 0.0);
+        let out = f(&mut grad, self);
+        self.grad = grad;
+        out
+    }
 }
 
 /// One named tensor of a model's flat parameter vector: its values are the
@@ -248,11 +259,9 @@ pub trait Model: Send + Sync {
         steps: usize,
         ws: &mut Workspace,
     ) -> f64 {
-        let mut grad = std::mem::take(&mut ws.grad);
-        grad.resize(self.num_params(), 0.0);
-        let loss = gradient_descent(self, params, batch, lr, steps, &mut grad, ws);
-        ws.grad = grad;
-        loss
+        ws.with_grad(self.num_params(), |grad, ws| {
+            gradient_descent(self, params, batch, lr, steps, grad, ws)
+        })
     }
 
     /// `steps` steps of Polyak momentum gradient descent from `params` with the
@@ -270,13 +279,9 @@ pub trait Model: Send + Sync {
         steps: usize,
         ws: &mut Workspace,
     ) -> f64 {
-        let mut grad = std::mem::take(&mut ws.grad);
-        grad.resize(self.num_params(), 0.0);
-        let loss = momentum_descent(
-            self, params, velocity, batch, lr, beta, steps, &mut grad, ws,
-        );
-        ws.grad = grad;
-        loss
+        ws.with_grad(self.num_params(), |grad, ws| {
+            momentum_descent(self, params, velocity, batch, lr, beta, steps, grad, ws)
+        })
     }
 
     /// The IFCA model-averaging client step (LocalUpdate), batched over replicas:

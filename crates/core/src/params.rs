@@ -26,6 +26,12 @@ pub fn axpy(a: f32, x: &[f32], y: &mut [f32]) {
     crate::kernels::axpy(a, x, y);
 }
 
+/// `sums <- sums + w * x` in `f64` (a product then a sum per entry; AVX-512 or
+/// AVX2 where the CPU has it, the same bits: [`crate::kernels::add_scaled_f64`]).
+pub fn add_scaled_f64(w: f64, x: &[f32], sums: &mut [f64]) {
+    crate::kernels::add_scaled_f64(w, x, sums);
+}
+
 /// `x <- a * x`.
 pub fn scale(a: f32, x: &mut [f32]) {
     for xi in x {

@@ -23,6 +23,11 @@ pub trait Shards: Sync {
     /// `client`'s data: borrowed from storage, or produced into `buf` and
     /// borrowed from it. The same client always yields the same batch.
     fn batch<'s>(&'s self, client: ClientId, buf: &'s mut ShardBuf) -> Batch<'s>;
+
+    /// A hint that `client` is asked for soon: stored data may be fetched
+    /// towards the CPU's caches meanwhile ([`crate::kernels::prefetch`]).
+    /// Changes no result; by default nothing.
+    fn prefetch(&self, _client: ClientId) {}
 }
 
 /// Scratch space a produced client is written into; one per worker thread.

@@ -3,7 +3,8 @@
 //! for) and its ground truth. [`DataSet`] is either kind; [`DataView`] is the
 //! common view the engine, the metrics and the model builder take.
 
-use fedcluster_core::{Batch, ClientId, ShardBuf, Shards};
+use fedcluster_core::kernels::prefetch;
+use fedcluster_core::{Batch, ClientId, ShardBuf, Shards, Targets};
 
 use crate::dataset::{ClientData, FederatedData, GroundTruth, Task};
 use crate::synthetic::on_demand::GeneratedData;
@@ -28,6 +29,16 @@ impl Shards for StoredClients<'_> {
 
     fn batch<'s>(&'s self, client: ClientId, _buf: &'s mut ShardBuf) -> Batch<'s> {
         self.clients[client].batch(self.dim)
+    }
+
+    fn prefetch(&self, client: ClientId) {
+        if let Some(data) = self.clients.get(client) {
+            prefetch(&data.x);
+            match data.batch(self.dim).y {
+                Targets::Class(y) => prefetch(y),
+                Targets::Real(y) => prefetch(y),
+            }
+        }
     }
 }
 

@@ -18,7 +18,9 @@ use fedcluster_core::local::Augmentation;
 use fedcluster_core::{Batch, Model, Rng, Targets, TensorSpec, Workspace};
 
 use crate::init::uniform_fan_in;
-use crate::logistic::{bias_grad, count_argmax_matches, sample_loss, softmax_minus_onehot};
+use crate::logistic::{
+    bias_grad, count_argmax_matches, loss_and_softmax_minus_onehot, sample_loss,
+};
 use crate::{ModelError, Result, TargetKind, fits, inv_len};
 
 mod layers;
@@ -421,8 +423,7 @@ impl Model for Cnn {
         self.forward(params, batch.x, n, &mut f);
         let mut loss = 0.0;
         for (zi, &yi) in f.z.chunks_exact_mut(self.classes).zip(y) {
-            loss += sample_loss(zi, yi);
-            softmax_minus_onehot(zi, yi);
+            loss += loss_and_softmax_minus_onehot(zi, yi);
         }
         let s = inv_len(n) as f32;
         // Output layer.

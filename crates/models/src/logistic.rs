@@ -14,8 +14,10 @@
 //! the chosen models (`n × replicas·classes`) and `bufs[3]` for their weight
 //! gradients (`replicas·classes × dim`).
 
-use fedcluster_core::linalg::{MatMut, MatRef, matmul};
-use fedcluster_core::model::argmin_f64;
+use fedcluster_core::kernels::all_abs_below;
+use fedcluster_core::linalg::{MatMut, MatRef, add_product, matmul};
+use fedcluster_core::model::{argmin_f64, gradient_descent};
+use fedcluster_core::params::{all_finite, axpy};
 use fedcluster_core::{Batch, Model, Rng, Targets, TensorSpec, Workspace};
 
 use crate::init::uniform_fan_in;
@@ -96,6 +98,150 @@ impl LogisticRegression {
         }
     }
 
+    /// Whether, for `steps` steps on `batch`, a finite loss proves the
+    /// gradient finite, and checking the features once is cheaper than checking
+    /// every step's gradient. A finite loss means finite logits, so the
+    /// residual `Δ = softmax - onehot` lies in `[-1, 1]`: every weight gradient
+    /// is `1/n` times a sum of `n` products `Δ x` and every bias gradient lies in
+    /// `[-1, 1]`, finite while `n · max |x|` stays below [`FINITE_SUM_BOUND`].
+    fn gradient_is_finite_with_loss(&self, batch: Batch<'_>, steps: usize) -> bool {
+        let n = batch.x.len() / self.dim.max(1);
+        if steps == 0 || batch.x.len() > steps * self.num_params() {
+            return false;
+        }
+        all_abs_below(batch.x, FINITE_SUM_BOUND / n.max(1) as f32)
+    }
+
+    /// [`gradient_descent`]'s loop with the loss as the only per-step check,
+    /// for batches where [`Self::gradient_is_finite_with_loss`] holds.
+    fn descend_on_finite_loss(
+        &self,
+        params: &mut [f32],
+        batch: Batch<'_>,
+        lr: f32,
+        steps: usize,
+        grad: &mut [f32],
+        ws: &mut Workspace,
+    ) -> f64 {
+        let mut start = f64::NAN;
+        for step in 0..steps {
+            // Only the first loss is returned; later ones are only tested.
+            let loss = self.step(params, batch, lr, grad, ws, step == 0);
+            if !loss.is_finite() {
+                // The value `gradient_descent` returns (`params` are untouched).
+                return if step == 0 {
+                    loss
+                } else {
+                    self.loss(params, batch, ws)
+                };
+            }
+            if step == 0 {
+                start = loss;
+            }
+        }
+        if all_finite(params) { start } else { f64::NAN }
+    }
+
+    /// The gradient of the mean cross-entropy into `grad`; returns the mean
+    /// loss.
+    fn gradient(
+        &self,
+        params: &[f32],
+        batch: Batch<'_>,
+        grad: &mut [f32],
+        ws: &mut Workspace,
+    ) -> f64 {
+        let (c, d) = (self.classes, self.dim);
+        assert_eq!(grad.len(), self.num_params(), "logistic: gradient length");
+        let Some(y) = self.targets(batch) else {
+            grad.fill(f32::NAN);
+            return f64::NAN;
+        };
+        let (loss, z) = self.residuals(params, batch.x, y, ws, true);
+        let s = inv_len(y.len()) as f32;
+        let (gw, gb) = grad.split_at_mut(c * d);
+        let (zt, x) = self.backward_operands(z, batch.x);
+        matmul(MatMut::row_major(gw, c, d), zt, x, false, s);
+        bias_grad(z, c, 0, s, gb);
+        loss
+    }
+
+    /// One step `θ ← θ − lr ∇L(θ)` in place, with the bits of [`Self::gradient`]
+    /// into `grad` then `axpy`, and its return value; a non-finite loss leaves
+    /// `params` untouched. For one- or two-sample clients the weights' update
+    /// is fused with the product that forms their gradient
+    /// ([`fedcluster_core::linalg::add_product`]).
+    fn step(
+        &self,
+        params: &mut [f32],
+        batch: Batch<'_>,
+        lr: f32,
+        grad: &mut [f32],
+        ws: &mut Workspace,
+        value: bool,
+    ) -> f64 {
+        let (c, d) = (self.classes, self.dim);
+        let Some(y) = self.targets(batch) else {
+            return f64::NAN;
+        };
+        let (loss, z) = self.residuals(params, batch.x, y, ws, value);
+        if !loss.is_finite() {
+            return loss;
+        }
+        let s = inv_len(y.len()) as f32;
+        let (pw, pb) = params.split_at_mut(c * d);
+        let (gw, gb) = grad.split_at_mut(c * d);
+        let (zt, x) = self.backward_operands(z, batch.x);
+        if !add_product(MatMut::row_major(pw, c, d), -lr, zt, x, s) {
+            matmul(MatMut::row_major(gw, c, d), zt, x, false, s);
+            axpy(-lr, gw, pw);
+        }
+        bias_grad(z, c, 0, s, gb);
+        axpy(-lr, gb, pb);
+        loss
+    }
+
+    /// The logits of `x` overwritten by the residuals `Δ = softmax - onehot(y)`
+    /// (workspace buffer 0), and the mean loss if `value`, else `0.0` where it
+    /// is finite and NaN where it is not.
+    fn residuals<'w>(
+        &self,
+        params: &[f32],
+        x: &[f32],
+        y: &[u32],
+        ws: &'w mut Workspace,
+        value: bool,
+    ) -> (f64, &'w mut [f32]) {
+        assert_eq!(
+            params.len(),
+            self.num_params(),
+            "logistic: parameter length"
+        );
+        let n = y.len();
+        let [z, ..] = ws.slices([n * self.classes, 0, 0, 0]);
+        self.logits(x, params, 1, &mut [], z);
+        let mut loss = 0.0;
+        for (zi, &yi) in z.chunks_exact_mut(self.classes).zip(y) {
+            let parts = softmax_minus_onehot_parts(zi, yi);
+            if value {
+                loss += parts.loss();
+            } else if !parts.loss_is_finite() {
+                loss = f64::NAN;
+            }
+        }
+        (loss * inv_len(n), z)
+    }
+
+    /// `Δᵀ` (`classes x n`) and `X` (`n x dim`), whose product is `n` times the
+    /// weights' gradient.
+    fn backward_operands<'a>(&self, z: &'a [f32], x: &'a [f32]) -> (MatRef<'a>, MatRef<'a>) {
+        let n = z.len() / self.classes;
+        (
+            MatRef::row_major(z, n, self.classes).t(),
+            MatRef::row_major(x, n, self.dim),
+        )
+    }
+
     /// `out[k]` = mean cross-entropy of model `k` from biased logits `z`.
     fn mean_losses(&self, z: &[f32], y: &[u32], out: &mut [f64]) {
         out.fill(0.0);
@@ -110,6 +256,10 @@ impl LogisticRegression {
         }
     }
 }
+
+/// A bound on `n · max |x|` under which a sum of `n` products `Δ x` with
+/// `|Δ| <= 1` cannot overflow `f32`, rounding included (`f32::MAX` is 3.4e38).
+const FINITE_SUM_BOUND: f32 = 1e37;
 
 fn row_max(z: &[f32]) -> f32 {
     z.iter().fold(f32::NEG_INFINITY, |a, &b| a.max(b))
@@ -140,8 +290,46 @@ pub(crate) fn sample_loss(z: &[f32], y: u32) -> f64 {
 
 /// Overwrites logits `z` by `softmax(z) - onehot(y)` (all NaN if `y` is out of range).
 pub(crate) fn softmax_minus_onehot(z: &mut [f32], y: u32) {
+    softmax_minus_onehot_parts(z, y);
+}
+
+/// [`sample_loss`] of logits `z`, which are then overwritten as by
+/// [`softmax_minus_onehot`]: the same bits as the two calls, with each
+/// exponential computed once.
+pub(crate) fn loss_and_softmax_minus_onehot(z: &mut [f32], y: u32) -> f64 {
+    softmax_minus_onehot_parts(z, y).loss()
+}
+
+/// What a row's cross-entropy is made of: its largest logit `m`, the label's
+/// logit `z_y` and `s = Σ exp(z - m)`; `None` for a label out of range.
+struct LossParts(Option<(f32, f32, f32)>);
+
+impl LossParts {
+    /// [`sample_loss`]'s value, `m - z_y + ln s`, to the bit.
+    fn loss(&self) -> f64 {
+        match self.0 {
+            Some((m, zy, s)) => f64::from(m) - f64::from(zy) + f64::from(s).ln(),
+            None => f64::NAN,
+        }
+    }
+
+    /// Whether [`LossParts::loss`] is finite, without the logarithm: `s`
+    /// holds `exp(0) = 1` when `m` is finite, so `ln s` is finite with `s`.
+    fn loss_is_finite(&self) -> bool {
+        self.0
+            .is_some_and(|(m, zy, s)| m.is_finite() && zy.is_finite() && s.is_finite())
+    }
+}
+
+/// Overwrites logits `z` by `softmax(z) - onehot(y)` as
+/// [`softmax_minus_onehot`] does and returns the parts of the row's loss.
+fn softmax_minus_onehot_parts(z: &mut [f32], y: u32) -> LossParts {
+    let Some(&zy) = z.get(y as usize) else {
+        z.fill(f32::NAN);
+        return LossParts(None);
+    };
     let m = row_max(z);
-    let mut s = 0.0;
+    let mut s = 0.0f32;
     for v in z.iter_mut() {
         *v = (*v - m).exp();
         s += *v;
@@ -150,10 +338,8 @@ pub(crate) fn softmax_minus_onehot(z: &mut [f32], y: u32) {
     for v in z.iter_mut() {
         *v *= inv;
     }
-    match z.get_mut(y as usize) {
-        Some(v) => *v -= 1.0,
-        None => z.fill(f32::NAN),
-    }
+    z[y as usize] -= 1.0;
+    LossParts(Some((m, zy, s)))
 }
 
 /// `gb = scale · Σ_rows delta[row, ..]` for `delta` rows of `gb.len()` columns
@@ -212,36 +398,28 @@ impl Model for LogisticRegression {
         grad: &mut [f32],
         ws: &mut Workspace,
     ) -> f64 {
-        let (c, d) = (self.classes, self.dim);
-        assert_eq!(
-            params.len(),
-            self.num_params(),
-            "logistic: parameter length"
-        );
-        assert_eq!(grad.len(), self.num_params(), "logistic: gradient length");
-        let Some(y) = self.targets(batch) else {
-            grad.fill(f32::NAN);
-            return f64::NAN;
-        };
-        let n = y.len();
-        let [z, ..] = ws.slices([n * c, 0, 0, 0]);
-        self.logits(batch.x, params, 1, &mut [], z);
-        let mut loss = 0.0;
-        for (zi, &yi) in z.chunks_exact_mut(c).zip(y) {
-            loss += sample_loss(zi, yi);
-            softmax_minus_onehot(zi, yi);
-        }
-        let s = inv_len(n);
-        let (gw, gb) = grad.split_at_mut(c * d);
-        matmul(
-            MatMut::row_major(gw, c, d),
-            MatRef::row_major(z, n, c).t(),
-            MatRef::row_major(batch.x, n, d),
-            false,
-            s as f32,
-        );
-        bias_grad(z, c, 0, s as f32, gb);
-        loss * s
+        self.gradient(params, batch, grad, ws)
+    }
+
+    /// [`gradient_descent`]: the same steps, bits and handling of non-finite
+    /// values, without its scan of every step's gradient where the loss already
+    /// vouches for it (see [`LogisticRegression::gradient_is_finite_with_loss`]).
+    fn train(
+        &self,
+        params: &mut [f32],
+        batch: Batch<'_>,
+        lr: f32,
+        steps: usize,
+        ws: &mut Workspace,
+    ) -> f64 {
+        let shortcut = self.gradient_is_finite_with_loss(batch, steps);
+        ws.with_grad(self.num_params(), |grad, ws| {
+            if shortcut {
+                self.descend_on_finite_loss(params, batch, lr, steps, grad, ws)
+            } else {
+                gradient_descent(self, params, batch, lr, steps, grad, ws)
+            }
+        })
     }
 
     /// Arg-max predictions (ties to the lowest class) that equal the target;

@@ -17,7 +17,9 @@ use fedcluster_core::linalg::{MatMut, MatRef, matmul};
 use fedcluster_core::{Batch, Model, Rng, Targets, TensorSpec, Workspace};
 
 use crate::init::uniform_fan_in;
-use crate::logistic::{bias_grad, count_argmax_matches, sample_loss, softmax_minus_onehot};
+use crate::logistic::{
+    bias_grad, count_argmax_matches, loss_and_softmax_minus_onehot, sample_loss,
+};
 use crate::{ModelError, Result, TargetKind, fits, inv_len};
 
 mod kernel;
@@ -211,8 +213,7 @@ impl Model for Mlp {
         self.forward(params, batch.x, a, z);
         let mut loss = 0.0;
         for (zi, &yi) in z.chunks_exact_mut(c).zip(y) {
-            loss += sample_loss(zi, yi);
-            softmax_minus_onehot(zi, yi);
+            loss += loss_and_softmax_minus_onehot(zi, yi);
         }
         let s = inv_len(n) as f32;
         let (gw1, rest) = grad.split_at_mut(l.b1);

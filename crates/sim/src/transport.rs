@@ -329,7 +329,12 @@ where
         let result = if slots.len() == 1 {
             // One thread: no pool hand-off, replies delivered as they come.
             let slot = slots[0].get_mut().unwrap_or_else(|e| e.into_inner());
-            work.into_iter().try_for_each(|job| {
+            let next: Vec<ClientId> = work.iter().skip(1).map(|job| job.0).collect();
+            work.into_iter().enumerate().try_for_each(|(i, job)| {
+                // The next client's data travels to the cache while this one trains.
+                if let Some(&after) = next.get(i) {
+                    shared.data.prefetch(after);
+                }
                 let id = job.0;
                 let up = handle_one(ctx, job, shared, slot)?;
                 deliver(id, up)

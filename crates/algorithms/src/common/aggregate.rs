@@ -1,6 +1,7 @@
 //! Per-cluster aggregation at the server. Contributions are applied in the order
 //! given (client-id order), so results do not depend on thread scheduling.
 
+use fedcluster_core::params::add_scaled_f64;
 use serde::{Deserialize, Serialize};
 
 /// How the server combines what clients send (IFCA Algorithm 2, options I and II).
@@ -34,12 +35,11 @@ impl ModelSums {
     pub fn add(&mut self, cluster: usize, model: &[f32], weight: f64) {
         let p = model.len();
         self.weights[cluster] += weight;
-        for (s, v) in self.sums[cluster * p..(cluster + 1) * p]
-            .iter_mut()
-            .zip(model)
-        {
-            *s += weight * f64::from(*v);
-        }
+        add_scaled_f64(
+            weight,
+            model,
+            &mut self.sums[cluster * p..(cluster + 1) * p],
+        );
     }
 
     /// Every cluster that received a contribution becomes the weighted mean of

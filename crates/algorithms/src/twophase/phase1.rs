@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use rand::seq::index::sample;
 
+use fedcluster_core::params::add_scaled_f64;
 use fedcluster_core::{AlgoError, ClientId, Purpose, Rng, RoundCtx, stream};
 
 use super::config::{Phase1, SubspaceSolver};
@@ -244,10 +245,7 @@ impl MomentDescent {
                     return Err(malformed());
                 }
                 let w = samples as f64;
-                self.sums
-                    .iter_mut()
-                    .zip(&values)
-                    .for_each(|(s, v)| *s += w * f64::from(*v));
+                add_scaled_f64(w, &values, &mut self.sums);
                 self.weight += w;
                 Ok(())
             }

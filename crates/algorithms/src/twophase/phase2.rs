@@ -10,7 +10,7 @@
 
 use std::sync::Arc;
 
-use fedcluster_core::params::all_finite;
+use fedcluster_core::params::{add_scaled_f64, all_finite};
 use fedcluster_core::{AlgoError, ClientId, Rng, RoundCtx};
 
 use super::messages::{Down, Up};
@@ -100,10 +100,7 @@ impl Refinement {
         };
         let w = reply.samples as f64;
         let p = self.p;
-        self.sums[c * p..(c + 1) * p]
-            .iter_mut()
-            .zip(&reply.payload)
-            .for_each(|(s, v)| *s += w * f64::from(*v));
+        add_scaled_f64(w, &reply.payload, &mut self.sums[c * p..(c + 1) * p]);
         self.cluster_weight[c] += w;
         self.loss.add(loss, reply.samples);
         self.assignment[id] = Some(c);

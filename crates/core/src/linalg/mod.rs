@@ -126,6 +126,27 @@ pub fn matmul(mut c: MatMut<'_>, a: MatRef<'_>, b: MatRef<'_>, accumulate: bool,
     by_gemm(c, a, b, accumulate, scale);
 }
 
+/// `y <- y + alpha * (scale * a * b)` with the bits of [`matmul`] into a
+/// scratch matrix followed by [`crate::params::axpy`], without the scratch,
+/// for the products `matmul` computes by `gemm`'s `gevv` (an inner dimension
+/// of 1 or 2: a gradient step of a one- or two-sample client); `false`, and
+/// `y` untouched, for any other product: the caller takes the two steps.
+pub fn add_product(
+    mut y: MatMut<'_>,
+    alpha: f32,
+    a: MatRef<'_>,
+    b: MatRef<'_>,
+    scale: f32,
+) -> bool {
+    assert_eq!(a.cols, b.rows, "add_product inner dimensions");
+    assert_eq!(
+        (y.rows, y.cols),
+        (a.rows, b.cols),
+        "add_product output shape"
+    );
+    y.rows > 0 && y.cols > 0 && tiny::add_product(&mut y, alpha, &a, &b, scale)
+}
+
 /// [`matmul`] by the `gemm` crate, for non-empty products (`k >= 1`).
 fn by_gemm(c: MatMut<'_>, a: MatRef<'_>, b: MatRef<'_>, accumulate: bool, scale: f32) {
     let (m, n, k) = (c.rows, c.cols, a.cols);

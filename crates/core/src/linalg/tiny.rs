@@ -48,9 +48,7 @@ static TAIL_MASKS: [[i32; LANES]; LANES + 1] = {
 /// `c` untouched) elsewhere.
 pub(super) fn matmul(c: &mut MatMut<'_>, a: &MatRef<'_>, b: &MatRef<'_>, scale: f32) -> bool {
     let (m, n, k) = (c.rows, c.cols, a.cols);
-    let horizontal =
-        has_fma() && a.col_stride == 1 && b.row_stride == 1 && m * n <= HORIZONTAL_OUTPUTS;
-    if horizontal {
+    if takes_horizontal_path(c, a, b) {
         if k > HORIZONTAL_DEPTH {
             return false;
         }
@@ -92,6 +90,32 @@ pub(super) fn matmul(c: &mut MatMut<'_>, a: &MatRef<'_>, b: &MatRef<'_>, scale: 
         }
         return true;
     }
+    gevv(c, a, b, scale, Sink::Store)
+}
+
+/// `y <- y + alpha * (scale * a * b)` where [`matmul`] would take the `gevv`
+/// shortcut: each product rounded as `matmul` rounds it, then added as
+/// `axpy` adds it, so the same bits as the two calls without the product's
+/// matrix; `false` (and `y` untouched) elsewhere.
+pub(super) fn add_product(
+    y: &mut MatMut<'_>,
+    alpha: f32,
+    a: &MatRef<'_>,
+    b: &MatRef<'_>,
+    scale: f32,
+) -> bool {
+    !takes_horizontal_path(y, a, b) && gevv(y, a, b, scale, Sink::AddScaled(alpha))
+}
+
+/// Whether `matmul` computes `c` by horizontal dot products.
+fn takes_horizontal_path(c: &MatMut<'_>, a: &MatRef<'_>, b: &MatRef<'_>) -> bool {
+    has_fma() && a.col_stride == 1 && b.row_stride == 1 && c.rows * c.cols <= HORIZONTAL_OUTPUTS
+}
+
+/// `gemm`'s `gevv` for `k <= 2` into `c` through `sink`; `false` (and `c`
+/// untouched) for other shapes.
+fn gevv(c: &mut MatMut<'_>, a: &MatRef<'_>, b: &MatRef<'_>, scale: f32, sink: Sink) -> bool {
+    let (m, n, k) = (c.rows, c.cols, a.cols);
     if k == 0 || k > 2 {
         return false;
     }
@@ -108,28 +132,45 @@ pub(super) fn matmul(c: &mut MatMut<'_>, a: &MatRef<'_>, b: &MatRef<'_>, scale: 
     for i in 0..m {
         let out = &mut c.data[i * c.row_stride..][..n];
         let xs = [x(i, 0), if k == 2 { x(i, 1) } else { 0.0 }];
-        gevv_row(out, y0, y1, xs, scale, transposed);
+        gevv_row(out, y0, y1, xs, scale, transposed, sink);
     }
     true
 }
 
-/// One contiguous row of `gevv`: `out_j = y1_j (s x1) + y0_j (s x0)`
-/// (`transposed`) or `x1 (s y1_j) + x0 (s y0_j)`; `y1` empty for `k = 1`.
-/// Multiplies and adds, never fused: the same bits on every path.
-fn gevv_row(out: &mut [f32], y0: &[f32], y1: &[f32], xs: [f32; 2], scale: f32, transposed: bool) {
+/// How a row of `gevv` lands in its output: overwriting it (a product), or
+/// added to it times `alpha` (a product then an `axpy`).
+#[derive(Clone, Copy)]
+enum Sink {
+    Store,
+    AddScaled(f32),
+}
+
+/// One contiguous row of `gevv`: `g_j = y1_j (s x1) + y0_j (s x0)`
+/// (`transposed`) or `x1 (s y1_j) + x0 (s y0_j)`, `y1` empty for `k = 1`;
+/// `out_j = g_j`, or `out_j += alpha g_j`. Multiplies and adds, never fused:
+/// the same bits on every path.
+fn gevv_row(
+    out: &mut [f32],
+    y0: &[f32],
+    y1: &[f32],
+    xs: [f32; 2],
+    scale: f32,
+    transposed: bool,
+    sink: Sink,
+) {
     #[cfg(target_arch = "x86_64")]
     if std::is_x86_feature_detected!("avx512f") {
         // SAFETY: the CPU supports the feature the function is compiled for.
-        unsafe { gevv_row_avx512(out, y0, y1, xs, scale, transposed) };
+        unsafe { gevv_row_avx512(out, y0, y1, xs, scale, transposed, sink) };
         return;
     }
     #[cfg(target_arch = "x86_64")]
     if std::is_x86_feature_detected!("avx2") {
         // SAFETY: the CPU supports the feature the function is compiled for.
-        unsafe { gevv_row_avx2(out, y0, y1, xs, scale, transposed) };
+        unsafe { gevv_row_avx2(out, y0, y1, xs, scale, transposed, sink) };
         return;
     }
-    gevv_row_body(out, y0, y1, xs, scale, transposed);
+    gevv_row_sink(out, y0, y1, xs, scale, transposed, sink);
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -141,8 +182,9 @@ fn gevv_row_avx2(
     xs: [f32; 2],
     scale: f32,
     transposed: bool,
+    sink: Sink,
 ) {
-    gevv_row_body(out, y0, y1, xs, scale, transposed);
+    gevv_row_sink(out, y0, y1, xs, scale, transposed, sink);
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -154,8 +196,27 @@ fn gevv_row_avx512(
     xs: [f32; 2],
     scale: f32,
     transposed: bool,
+    sink: Sink,
 ) {
-    gevv_row_body(out, y0, y1, xs, scale, transposed);
+    gevv_row_sink(out, y0, y1, xs, scale, transposed, sink);
+}
+
+#[inline(always)]
+fn gevv_row_sink(
+    out: &mut [f32],
+    y0: &[f32],
+    y1: &[f32],
+    xs: [f32; 2],
+    scale: f32,
+    transposed: bool,
+    sink: Sink,
+) {
+    match sink {
+        Sink::Store => gevv_row_body(out, y0, y1, xs, scale, transposed, |o, g| *o = g),
+        Sink::AddScaled(alpha) => {
+            gevv_row_body(out, y0, y1, xs, scale, transposed, |o, g| *o += alpha * g)
+        }
+    }
 }
 
 #[inline(always)]
@@ -166,26 +227,27 @@ fn gevv_row_body(
     xs: [f32; 2],
     scale: f32,
     transposed: bool,
+    put: impl Fn(&mut f32, f32),
 ) {
     let [x0, x1] = xs;
     match (y1.is_empty(), transposed) {
         (true, true) => {
             let s0 = scale * x0;
-            out.iter_mut().zip(y0).for_each(|(o, a)| *o = a * s0);
+            out.iter_mut().zip(y0).for_each(|(o, a)| put(o, a * s0));
         }
         (true, false) => out
             .iter_mut()
             .zip(y0)
-            .for_each(|(o, a)| *o = x0 * (scale * a)),
+            .for_each(|(o, a)| put(o, x0 * (scale * a))),
         (false, true) => {
             let (s0, s1) = (scale * x0, scale * x1);
             for ((o, a), b) in out.iter_mut().zip(y0).zip(y1) {
-                *o = b * s1 + a * s0;
+                put(o, b * s1 + a * s0);
             }
         }
         (false, false) => {
             for ((o, a), b) in out.iter_mut().zip(y0).zip(y1) {
-                *o = x1 * (scale * b) + x0 * (scale * a);
+                put(o, x1 * (scale * b) + x0 * (scale * a));
             }
         }
     }
@@ -361,6 +423,46 @@ mod tests {
             }
         }
         assert!(checked > 100, "only {checked} products took a shortcut");
+    }
+
+    /// `v` as an `m x n` matrix, row-major or (`transposed`) column-major.
+    fn view(v: &mut [f32], m: usize, n: usize, transposed: bool) -> MatMut<'_> {
+        if transposed {
+            MatMut::row_major(v, n, m).t()
+        } else {
+            MatMut::row_major(v, m, n)
+        }
+    }
+
+    #[test]
+    fn add_product_gives_the_bits_of_matmul_then_axpy() {
+        let mut fused_shapes = 0;
+        for (m, n) in [(1, 1), (10, 196), (3, 7), (16, 16), (2, 40)] {
+            for k in [1, 2, 3] {
+                for c_t in [false, true] {
+                    let (av, bv) = (values(m * k, 5), values(k * n, 6));
+                    // The logistic model's backward product: `a` is `Δᵀ`.
+                    let a = MatRef::row_major(&av, k, m).t();
+                    let b = MatRef::row_major(&bv, k, n);
+                    let start = values(m * n, 7);
+                    let (alpha, scale) = (-0.3, 0.5);
+                    let mut product = vec![f32::NAN; m * n];
+                    let mut want = start.clone();
+                    let mut got = start.clone();
+                    if add_product(&mut view(&mut got, m, n, c_t), alpha, &a, &b, scale) {
+                        fused_shapes += 1;
+                        super::super::matmul(view(&mut product, m, n, c_t), a, b, false, scale);
+                        // `product`, `want` and `got` share one storage order.
+                        crate::kernels::axpy(alpha, &product, &mut want);
+                        let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+                        assert_eq!(bits(&got), bits(&want), "m={m} n={n} k={k} c_t={c_t}");
+                    } else {
+                        assert_eq!(got, start, "declined, so untouched");
+                    }
+                }
+            }
+        }
+        assert!(fused_shapes >= 8, "only {fused_shapes} shapes fused");
     }
 
     #[test]

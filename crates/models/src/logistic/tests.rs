@@ -126,3 +126,91 @@ fn constructor_and_init() {
     m.init(&mut rng(23), &mut out);
     assert!(out.iter().all(|v| v.abs() < 0.5) && out.iter().any(|v| v.abs() > 0.1));
 }
+
+/// `softmax(z) - onehot(y)` written out plainly (all NaN for a class out of
+/// range).
+fn reference_softmax_minus_onehot(z: &mut [f32], y: u32) {
+    let m = z.iter().fold(f32::NEG_INFINITY, |a, &b| a.max(b));
+    let e: Vec<f32> = z.iter().map(|&v| (v - m).exp()).collect();
+    let s = e.iter().fold(0.0f32, |a, &b| a + b);
+    for (v, e) in z.iter_mut().zip(&e) {
+        *v = e * (1.0 / s);
+    }
+    match z.get_mut(y as usize) {
+        Some(v) => *v -= 1.0,
+        None => z.fill(f32::NAN),
+    }
+}
+
+#[test]
+fn the_fused_loss_and_softmax_give_the_bits_of_the_two_calls() {
+    let mut rng = rng(8);
+    let mut rows: Vec<(Vec<f32>, u32)> = (0..50)
+        .map(|i| (normal(&mut rng, 10, 4.0), (i % 10) as u32))
+        .collect();
+    rows.push((vec![0.0; 3], 7)); // class out of range
+    rows.push((vec![1.0, f32::NAN, 2.0], 0));
+    rows.push((vec![1.0, f32::INFINITY, 2.0], 2));
+    rows.push((vec![-200.0, 0.0, 300.0], 0)); // an exponential underflows
+    rows.push((vec![1.0, f32::NEG_INFINITY, 2.0], 1)); // an infinite loss
+    rows.push((vec![f32::NEG_INFINITY; 3], 1));
+    for (z, y) in rows {
+        let (mut fused, mut apart) = (z.clone(), z.clone());
+        let loss = loss_and_softmax_minus_onehot(&mut fused, y);
+        let mut tested = z.clone();
+        let finite = softmax_minus_onehot_parts(&mut tested, y).loss_is_finite();
+        assert_eq!(finite, loss.is_finite(), "{z:?} {y}");
+        let want = sample_loss(&apart, y);
+        reference_softmax_minus_onehot(&mut apart, y);
+        assert_eq!(loss.to_bits(), want.to_bits(), "{z:?} {y}");
+        let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&fused), bits(&apart), "{z:?} {y}");
+    }
+}
+
+#[test]
+fn train_takes_the_steps_of_plain_gradient_descent_bit_for_bit() {
+    let mut rng = rng(13);
+    let m = LogisticRegression::new(6, 4).unwrap();
+    let y = classes(&mut rng, 2, 4);
+    let huge = {
+        let mut x = normal(&mut rng, 12, 1.0);
+        x[3] = 1e37; // features past the bound: the plain loop runs
+        x
+    };
+    let cases = [
+        (normal(&mut rng, 12, 1.0), 0.5, 5),  // the shortcut
+        (normal(&mut rng, 12, 1.0), 3e38, 3), // diverges: a non-finite loss
+        (huge, 0.5, 4),
+        (normal(&mut rng, 12, 1.0), 0.5, 0),
+    ];
+    for (x, lr, steps) in cases {
+        let b = Batch::new(&x, Targets::Class(&y), 6).unwrap();
+        let start = normal(&mut rng, m.num_params(), 0.5);
+        let (mut fast, mut plain) = (start.clone(), start);
+        let mut ws = Workspace::default();
+        let mut grad = vec![0.0; m.num_params()];
+        let got = m.train(&mut fast, b, lr, steps, &mut ws);
+        let want = gradient_descent(&m, &mut plain, b, lr, steps, &mut grad, &mut ws);
+        assert_eq!(got.to_bits(), want.to_bits(), "lr {lr} steps {steps}");
+        if lr > 1.0 {
+            assert!(!got.is_finite(), "lr {lr} diverges after the first step");
+        }
+        let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&fast), bits(&plain), "lr {lr} steps {steps}");
+    }
+    // Three samples: the product is not fused with the update.
+    let (x, y3) = (normal(&mut rng, 18, 1.0), classes(&mut rng, 3, 4));
+    let b = Batch::new(&x, Targets::Class(&y3), 6).unwrap();
+    let start = normal(&mut rng, m.num_params(), 0.5);
+    let (mut fast, mut plain) = (start.clone(), start);
+    let mut ws = Workspace::default();
+    let got = m.train(&mut fast, b, 0.5, 5, &mut ws);
+    let mut grad = vec![0.0; m.num_params()];
+    let want = gradient_descent(&m, &mut plain, b, 0.5, 5, &mut grad, &mut ws);
+    assert_eq!((got.to_bits(), &fast), (want.to_bits(), &plain));
+    let x = normal(&mut rng, 12, 1.0);
+    let b = Batch::new(&x, Targets::Class(&y), 6).unwrap();
+    assert!(m.gradient_is_finite_with_loss(b, 5));
+    assert!(!m.gradient_is_finite_with_loss(b, 0));
+}

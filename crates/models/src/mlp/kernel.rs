@@ -21,7 +21,7 @@ use fedcluster_core::{Batch, Model, Workspace};
 
 use super::Mlp;
 use crate::inv_len;
-use crate::logistic::{sample_loss, softmax_minus_onehot};
+use crate::logistic::{loss_and_softmax_minus_onehot, sample_loss};
 
 /// The buffers one kernel-space descent works in.
 struct Scratch<'a> {
@@ -143,8 +143,7 @@ impl Mlp {
             self.head(params, s.a, s.z);
             let mut loss = 0.0;
             for (zi, &yi) in s.z.chunks_exact_mut(c).zip(y) {
-                loss += sample_loss(zi, yi);
-                softmax_minus_onehot(zi, yi);
+                loss += loss_and_softmax_minus_onehot(zi, yi);
             }
             let loss = loss * inv_len(n);
             if !loss.is_finite() || !all_finite(s.z) {
