@@ -166,7 +166,7 @@ pub fn experiment(p: &Protocol) -> Experiment {
              steps of {} rounds, each round 5 local steps and the trimmed mean (β = 0.15) of the \
              updates. Local-KMeans trains 250 local steps from independent random starts, then \
              k-means on the weights and FedAvg per cluster. FedSoft: μ = 0.1, importance \
-             re-estimated every 5 rounds. CFL: ε₁ = 1.0, ε₂ = 1.6 after 20 warm-up rounds. \
+             re-estimated every 5 rounds. CFL: ε₁ = 0.1, ε₂ = 0.52 after 20 warm-up rounds (chosen so that it splits, as the paper's CFL does). \
              Misclustering: each found cluster labelled by its majority true cluster (Definition \
              3.1). Test accuracy: each training client's model (its cluster's, or under Local its \
              own) on all test data of its true cluster, averaged over the clients. Table 4: \
