@@ -115,25 +115,36 @@ fn takes_horizontal_path(c: &MatMut<'_>, a: &MatRef<'_>, b: &MatRef<'_>) -> bool
 /// `gemm`'s `gevv` for `k <= 2` into `c` through `sink`; `false` (and `c`
 /// untouched) for other shapes.
 fn gevv(c: &mut MatMut<'_>, a: &MatRef<'_>, b: &MatRef<'_>, scale: f32, sink: Sink) -> bool {
-    let (m, n, k) = (c.rows, c.cols, a.cols);
-    if k == 0 || k > 2 {
-        return false;
-    }
-    // `gemm` transposes the problem when `c` is closer to row-major.
-    let transposed = c.col_stride < c.row_stride;
-    let x = |i: usize, p: usize| a.data[i * a.row_stride + p * a.col_stride];
+    let (n, k) = (c.cols, a.cols);
     // Only rows contiguous in `b` and `c` (every product of the models here):
     // the others go to `gemm`.
-    if c.col_stride != 1 || b.col_stride != 1 {
+    if k == 0 || k > 2 || c.col_stride != 1 || b.col_stride != 1 {
         return false;
     }
     let y = |p: usize| &b.data[p * b.row_stride..][..n];
-    let (y0, y1) = (y(0), if k == 2 { y(1) } else { &[][..] });
-    for i in 0..m {
-        let out = &mut c.data[i * c.row_stride..][..n];
-        let xs = [x(i, 0), if k == 2 { x(i, 1) } else { 0.0 }];
-        gevv_row(out, y0, y1, xs, scale, transposed, sink);
+    let job = Gevv {
+        // `gemm` transposes the problem when `c` is closer to row-major.
+        transposed: c.col_stride < c.row_stride,
+        c,
+        a,
+        y0: y(0),
+        y1: if k == 2 { y(1) } else { &[][..] },
+        scale,
+        sink,
+    };
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx512f") {
+        // SAFETY: the CPU supports the feature the function is compiled for.
+        unsafe { gevv_avx512(job) };
+        return true;
     }
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU supports the feature the function is compiled for.
+        unsafe { gevv_avx2(job) };
+        return true;
+    }
+    job.run();
     true
 }
 
@@ -145,62 +156,55 @@ enum Sink {
     AddScaled(f32),
 }
 
-/// One contiguous row of `gevv`: `g_j = y1_j (s x1) + y0_j (s x0)`
-/// (`transposed`) or `x1 (s y1_j) + x0 (s y0_j)`, `y1` empty for `k = 1`;
-/// `out_j = g_j`, or `out_j += alpha g_j`. Multiplies and adds, never fused:
-/// the same bits on every path.
-fn gevv_row(
-    out: &mut [f32],
-    y0: &[f32],
-    y1: &[f32],
-    xs: [f32; 2],
+/// One `gevv` product: `c`'s rows (contiguous), `a`'s `k <= 2` columns, `b`'s
+/// rows `y0` and `y1` (`y1` empty for `k = 1`).
+struct Gevv<'j, 'c, 'a> {
+    c: &'j mut MatMut<'c>,
+    a: &'j MatRef<'a>,
+    y0: &'j [f32],
+    y1: &'j [f32],
     scale: f32,
     transposed: bool,
     sink: Sink,
-) {
-    #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx512f") {
-        // SAFETY: the CPU supports the feature the function is compiled for.
-        unsafe { gevv_row_avx512(out, y0, y1, xs, scale, transposed, sink) };
-        return;
+}
+
+impl Gevv<'_, '_, '_> {
+    #[inline(always)]
+    fn run(self) {
+        let Gevv {
+            c,
+            a,
+            y0,
+            y1,
+            scale,
+            transposed,
+            sink,
+        } = self;
+        let x = |i: usize, p: usize| a.data[i * a.row_stride + p * a.col_stride];
+        for i in 0..c.rows {
+            let out = &mut c.data[i * c.row_stride..][..c.cols];
+            let xs = [x(i, 0), if y1.is_empty() { 0.0 } else { x(i, 1) }];
+            gevv_row_sink(out, y0, y1, xs, scale, transposed, sink);
+        }
     }
-    #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx2") {
-        // SAFETY: the CPU supports the feature the function is compiled for.
-        unsafe { gevv_row_avx2(out, y0, y1, xs, scale, transposed, sink) };
-        return;
-    }
-    gevv_row_sink(out, y0, y1, xs, scale, transposed, sink);
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-fn gevv_row_avx2(
-    out: &mut [f32],
-    y0: &[f32],
-    y1: &[f32],
-    xs: [f32; 2],
-    scale: f32,
-    transposed: bool,
-    sink: Sink,
-) {
-    gevv_row_sink(out, y0, y1, xs, scale, transposed, sink);
+fn gevv_avx2(job: Gevv<'_, '_, '_>) {
+    job.run();
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-fn gevv_row_avx512(
-    out: &mut [f32],
-    y0: &[f32],
-    y1: &[f32],
-    xs: [f32; 2],
-    scale: f32,
-    transposed: bool,
-    sink: Sink,
-) {
-    gevv_row_sink(out, y0, y1, xs, scale, transposed, sink);
+fn gevv_avx512(job: Gevv<'_, '_, '_>) {
+    job.run();
 }
 
+/// One contiguous row of `gevv`: `g_j = y1_j (s x1) + y0_j (s x0)`
+/// (`transposed`) or `x1 (s y1_j) + x0 (s y0_j)`, `y1` empty for `k = 1`;
+/// `out_j = g_j`, or `out_j += alpha g_j`. Multiplies and adds, never fused:
+/// the same bits on every path.
 #[inline(always)]
 fn gevv_row_sink(
     out: &mut [f32],
