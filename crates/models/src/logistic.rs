@@ -142,31 +142,7 @@ impl LogisticRegression {
         if all_finite(params) { start } else { f64::NAN }
     }
 
-    /// The gradient of the mean cross-entropy into `grad`; returns the mean
-    /// loss.
-    fn gradient(
-        &self,
-        params: &[f32],
-        batch: Batch<'_>,
-        grad: &mut [f32],
-        ws: &mut Workspace,
-    ) -> f64 {
-        let (c, d) = (self.classes, self.dim);
-        assert_eq!(grad.len(), self.num_params(), "logistic: gradient length");
-        let Some(y) = self.targets(batch) else {
-            grad.fill(f32::NAN);
-            return f64::NAN;
-        };
-        let (loss, z) = self.residuals(params, batch.x, y, ws, true);
-        let s = inv_len(y.len()) as f32;
-        let (gw, gb) = grad.split_at_mut(c * d);
-        let (zt, x) = self.backward_operands(z, batch.x);
-        matmul(MatMut::row_major(gw, c, d), zt, x, false, s);
-        bias_grad(z, c, 0, s, gb);
-        loss
-    }
-
-    /// One step `θ ← θ − lr ∇L(θ)` in place, with the bits of [`Self::gradient`]
+    /// One step `θ ← θ − lr ∇L(θ)` in place, with the bits of [`Model::loss_grad`]
     /// into `grad` then `axpy`, and its return value; a non-finite loss leaves
     /// `params` untouched. For one- or two-sample clients the weights' update
     /// is fused with the product that forms their gradient
@@ -398,7 +374,19 @@ impl Model for LogisticRegression {
         grad: &mut [f32],
         ws: &mut Workspace,
     ) -> f64 {
-        self.gradient(params, batch, grad, ws)
+        let (c, d) = (self.classes, self.dim);
+        assert_eq!(grad.len(), self.num_params(), "logistic: gradient length");
+        let Some(y) = self.targets(batch) else {
+            grad.fill(f32::NAN);
+            return f64::NAN;
+        };
+        let (loss, z) = self.residuals(params, batch.x, y, ws, true);
+        let s = inv_len(y.len()) as f32;
+        let (gw, gb) = grad.split_at_mut(c * d);
+        let (zt, x) = self.backward_operands(z, batch.x);
+        matmul(MatMut::row_major(gw, c, d), zt, x, false, s);
+        bias_grad(z, c, 0, s, gb);
+        loss
     }
 
     /// [`gradient_descent`]: the same steps, bits and handling of non-finite

@@ -1,0 +1,239 @@
+//! The element-wise loops that run over every reply of every round
+//! ([`all_finite`], [`axpy`], [`add_scaled_f64`]) and over a client's features
+//! ([`all_abs_below`]), each compiled for AVX-512 and AVX2 (without FMA, so they
+//! multiply then add as the portable body does: the same bits) and chosen at run
+//! time; and [`prefetch`], a cache hint.
+
+/// Whether every entry is finite. With the sign cleared, a finite `f32`'s bits
+/// are below `0x7f80_0000`, so adding `0x0080_0000` sets bit 31 exactly for
+/// infinities and NaNs; one OR per block of 256 collects it, branch-free.
+pub fn all_finite(x: &[f32]) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx512f") {
+        // SAFETY: the CPU supports the feature the function is compiled for.
+        return unsafe { all_finite_avx512(x) };
+    }
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU supports the feature the function is compiled for.
+        return unsafe { all_finite_avx2(x) };
+    }
+    all_finite_body(x)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn all_finite_avx2(x: &[f32]) -> bool {
+    all_finite_body(x)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+fn all_finite_avx512(x: &[f32]) -> bool {
+    all_finite_body(x)
+}
+
+#[inline(always)]
+fn all_finite_body(x: &[f32]) -> bool {
+    x.chunks(256).all(|block| {
+        let flags = block.iter().fold(0u32, |acc, v| {
+            acc | (v.to_bits() & 0x7fff_ffff).wrapping_add(0x0080_0000)
+        });
+        flags & 0x8000_0000 == 0
+    })
+}
+
+/// Whether every entry's magnitude is below `bound` (a positive finite
+/// number; NaN never is): one compare of the sign-cleared bits per entry,
+/// ORed together, branch-free as [`all_finite`].
+pub fn all_abs_below(x: &[f32], bound: f32) -> bool {
+    assert!(bound > 0.0 && bound.is_finite(), "all_abs_below bound");
+    let bound = bound.to_bits();
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx512f") {
+        // SAFETY: the CPU supports the feature the function is compiled for.
+        return unsafe { all_abs_below_avx512(x, bound) };
+    }
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU supports the feature the function is compiled for.
+        return unsafe { all_abs_below_avx2(x, bound) };
+    }
+    all_abs_below_body(x, bound)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn all_abs_below_avx2(x: &[f32], bound: u32) -> bool {
+    all_abs_below_body(x, bound)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+fn all_abs_below_avx512(x: &[f32], bound: u32) -> bool {
+    all_abs_below_body(x, bound)
+}
+
+/// For non-negative floats the order of the bits is the order of the values,
+/// and NaNs' bits lie above every finite bound's. With both below `2^31`,
+/// `bound - 1 - bits` sets bit 31 exactly when `bits >= bound`.
+#[inline(always)]
+fn all_abs_below_body(x: &[f32], bound: u32) -> bool {
+    let last = bound - 1;
+    x.chunks(256).all(|block| {
+        let flags = block.iter().fold(0u32, |acc, v| {
+            acc | last.wrapping_sub(v.to_bits() & 0x7fff_ffff)
+        });
+        flags & 0x8000_0000 == 0
+    })
+}
+
+/// `y <- y + a * x`, rounded after the product and after the sum on every path.
+pub fn axpy(a: f32, x: &[f32], y: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx512f") {
+        // SAFETY: the CPU supports the feature the function is compiled for.
+        unsafe { axpy_avx512(a, x, y) };
+        return;
+    }
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU supports the feature the function is compiled for.
+        unsafe { axpy_avx2(a, x, y) };
+        return;
+    }
+    axpy_body(a, x, y);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn axpy_avx2(a: f32, x: &[f32], y: &mut [f32]) {
+    axpy_body(a, x, y);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+fn axpy_avx512(a: f32, x: &[f32], y: &mut [f32]) {
+    axpy_body(a, x, y);
+}
+
+#[inline(always)]
+fn axpy_body(a: f32, x: &[f32], y: &mut [f32]) {
+    for (yi, xi) in y.iter_mut().zip(x) {
+        *yi += a * xi;
+    }
+}
+
+/// `sums <- sums + w * f64(x)`, the `f64` accumulation of a weighted sum of
+/// models: a product then a sum per entry on every path, so the same bits.
+pub fn add_scaled_f64(w: f64, x: &[f32], sums: &mut [f64]) {
+    assert_eq!(x.len(), sums.len(), "add_scaled_f64 lengths");
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx512f") {
+        // SAFETY: the CPU supports the feature the function is compiled for.
+        unsafe { add_scaled_f64_avx512(w, x, sums) };
+        return;
+    }
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU supports the feature the function is compiled for.
+        unsafe { add_scaled_f64_avx2(w, x, sums) };
+        return;
+    }
+    add_scaled_f64_body(w, x, sums);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn add_scaled_f64_avx2(w: f64, x: &[f32], sums: &mut [f64]) {
+    add_scaled_f64_body(w, x, sums);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+fn add_scaled_f64_avx512(w: f64, x: &[f32], sums: &mut [f64]) {
+    add_scaled_f64_body(w, x, sums);
+}
+
+#[inline(always)]
+fn add_scaled_f64_body(w: f64, x: &[f32], sums: &mut [f64]) {
+    for (s, v) in sums.iter_mut().zip(x) {
+        *s += w * f64::from(*v);
+    }
+}
+
+/// Asks the CPU to fetch `data` into its caches ahead of use: one prefetch
+/// hint per 64-byte line. A hint only: no result depends on it.
+pub fn prefetch<T>(data: &[T]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+        let bytes = std::mem::size_of_val(data);
+        let start = data.as_ptr().cast::<i8>();
+        for offset in (0..bytes).step_by(64) {
+            // SAFETY: SSE is part of x86-64; a prefetch never faults and
+            // reads nothing the program sees, and the address lies in `data`.
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(start.wrapping_add(offset)) };
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = data;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn data(len: usize, salt: f32) -> Vec<f32> {
+        (0..len)
+            .map(|i| ((i as f32 + salt) * 0.731).sin())
+            .collect()
+    }
+
+    #[test]
+    fn axpy_all_finite_and_add_scaled_agree_with_their_portable_bodies() {
+        for len in [0, 1, 7, 255, 256, 1001] {
+            let x = data(len, 0.5);
+            let (mut fast, mut portable) = (data(len, 2.0), data(len, 2.0));
+            axpy(-0.37, &x, &mut fast);
+            axpy_body(-0.37, &x, &mut portable);
+            let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&fast), bits(&portable), "len {len}");
+            let want: Vec<f32> = data(len, 2.0)
+                .iter()
+                .zip(&x)
+                .map(|(y, x)| y + -0.37 * x)
+                .collect();
+            assert_eq!(bits(&fast), bits(&want), "len {len}");
+            assert_eq!(all_finite(&fast), all_finite_body(&fast));
+            let largest = fast.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+            for bound in [largest * 0.5, largest, largest * 1.01, 1e30] {
+                if bound > 0.0 {
+                    let want = fast.iter().all(|v| v.abs() < bound);
+                    assert_eq!(all_abs_below(&fast, bound), want, "len {len} {bound}");
+                    assert_eq!(all_abs_below_body(&fast, bound.to_bits()), want);
+                }
+            }
+            let mut sums = data(len, 3.0)
+                .iter()
+                .map(|v| f64::from(*v) * 1e3)
+                .collect::<Vec<_>>();
+            let mut portable_sums = sums.clone();
+            let want: Vec<u64> = sums
+                .iter()
+                .zip(&x)
+                .map(|(s, v)| (s + 0.3 * f64::from(*v)).to_bits())
+                .collect();
+            add_scaled_f64(0.3, &x, &mut sums);
+            add_scaled_f64_body(0.3, &x, &mut portable_sums);
+            let bits64 = |v: &[f64]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits64(&sums), bits64(&portable_sums), "len {len}");
+            assert_eq!(bits64(&sums), want, "len {len}");
+            if len > 0 {
+                fast[len / 2] = f32::NAN;
+                assert!(!all_finite(&fast) && !all_finite_body(&fast));
+                assert!(!all_abs_below(&fast, 1e30));
+            }
+        }
+    }
+}
