@@ -14,7 +14,7 @@
 
 mod elementwise;
 
-pub use elementwise::{add_scaled_f64, all_abs_below, all_finite, axpy, prefetch};
+pub use elementwise::{add_scaled_f64, all_abs_below, all_finite, axpy, prefetch, prefetch_item};
 
 const LANES: usize = 8;
 

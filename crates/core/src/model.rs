@@ -249,8 +249,10 @@ pub trait Model: Send + Sync {
 
     /// `steps` full-batch gradient-descent steps from `params` with step size
     /// `lr` (see [`gradient_descent`] for the handling of non-finite values);
-    /// returns the loss at the starting point. Models may override this with an
-    /// exact algebraic shortcut.
+    /// returns the loss at the starting point. From finite parameters, a finite
+    /// value means every parameter ends finite (what callers rely on instead
+    /// of scanning them again). Models may override this with an exact
+    /// algebraic shortcut.
     fn train(
         &self,
         params: &mut [f32],

@@ -28,6 +28,12 @@ pub trait Shards: Sync {
     /// towards the CPU's caches meanwhile ([`crate::kernels::prefetch`]).
     /// Changes no result; by default nothing.
     fn prefetch(&self, _client: ClientId) {}
+
+    /// A hint that [`Shards::prefetch`] is called for `client` soon: what
+    /// finding its data reads (an index entry) may be fetched meanwhile, so
+    /// that the prefetch itself does not wait on memory. Changes no result;
+    /// by default nothing.
+    fn prefetch_entry(&self, _client: ClientId) {}
 }
 
 /// Scratch space a produced client is written into; one per worker thread.

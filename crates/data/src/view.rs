@@ -3,7 +3,7 @@
 //! for) and its ground truth. [`DataSet`] is either kind; [`DataView`] is the
 //! common view the engine, the metrics and the model builder take.
 
-use fedcluster_core::kernels::prefetch;
+use fedcluster_core::kernels::{prefetch, prefetch_item};
 use fedcluster_core::{Batch, ClientId, ShardBuf, Shards, Targets};
 
 use crate::dataset::{ClientData, FederatedData, GroundTruth, Task};
@@ -38,6 +38,12 @@ impl Shards for StoredClients<'_> {
                 Targets::Class(y) => prefetch(y),
                 Targets::Real(y) => prefetch(y),
             }
+        }
+    }
+
+    fn prefetch_entry(&self, client: ClientId) {
+        if let Some(entry) = self.clients.get(client) {
+            prefetch_item(entry);
         }
     }
 }

@@ -5,6 +5,7 @@ use std::sync::Mutex;
 
 use rayon::prelude::*;
 
+use fedcluster_core::kernels::prefetch_item;
 use fedcluster_core::{
     ClientEnv, ClientHalf, ClientId, Model, Purpose, RoundCtx, ShardBuf, Shards, Workspace, stream,
 };
@@ -329,11 +330,26 @@ where
         let result = if slots.len() == 1 {
             // One thread: no pool hand-off, replies delivered as they come.
             let slot = slots[0].get_mut().unwrap_or_else(|e| e.into_inner());
-            let next: Vec<ClientId> = work.iter().skip(1).map(|job| job.0).collect();
+            // While a client trains, what the next clients need travels to the
+            // cache: the next one's half, the data of the one after, and where
+            // the third keeps its data (so no prefetch waits on memory).
+            let ids: Vec<ClientId> = work.iter().map(|job| job.0).collect();
+            let halves: Vec<*const C> = work.iter().map(|job| &*job.1 as *const C).collect();
+            ids.iter()
+                .take(3)
+                .for_each(|&id| shared.data.prefetch_entry(id));
+            if let Some(&second) = ids.get(1) {
+                shared.data.prefetch(second);
+            }
             work.into_iter().enumerate().try_for_each(|(i, job)| {
-                // The next client's data travels to the cache while this one trains.
-                if let Some(&after) = next.get(i) {
-                    shared.data.prefetch(after);
+                if let Some(&half) = halves.get(i + 1) {
+                    prefetch_item(half);
+                }
+                if let Some(&later) = ids.get(i + 2) {
+                    shared.data.prefetch(later);
+                }
+                if let Some(&latest) = ids.get(i + 3) {
+                    shared.data.prefetch_entry(latest);
                 }
                 let id = job.0;
                 let up = handle_one(ctx, job, shared, slot)?;

@@ -167,7 +167,11 @@ impl LocalTrainer {
 
     /// `steps` local steps of size `lr` (decayed for the round) from `params`
     /// on the client's data; returns the loss at the start (of the first
-    /// minibatch for SGD and Adam), non-finite if training diverged.
+    /// minibatch for SGD and Adam), non-finite if training diverged. From
+    /// finite `params`, a finite loss vouches for every trained parameter
+    /// being finite (every [`fedcluster_core::Model::train`] and minibatch
+    /// loop ends with that check), which
+    /// [`crate::common::messages::ModelReply::trained`] relies on.
     pub fn train(
         &mut self,
         params: &mut [f32],
@@ -254,7 +258,11 @@ fn prox_gd_steps(
         axpy(-lr, &grad, params);
     }
     env.ws.grad = grad;
-    start_loss
+    if all_finite(params) {
+        start_loss
+    } else {
+        f64::NAN
+    }
 }
 
 #[cfg(test)]
@@ -305,5 +313,70 @@ mod tests {
         again2.train(&mut fresh, 0.1, 3, &mut env);
         assert_ne!(w, fresh);
         assert!(model.loss(&w, data, env.ws) < model.loss(&[0.0, 0.0], data, env.ws));
+    }
+
+    #[test]
+    fn a_finite_loss_vouches_for_finite_parameters() {
+        let models: [Box<dyn Model>; 2] = [
+            Box::new(LinearRegression::new(2).unwrap()),
+            Box::new(fedcluster_models::LogisticRegression::new(2, 2).unwrap()),
+        ];
+        let x = [1.0, 0.0, 0.0, 1.0, 3.0, 1.0, 2.0, -1.0];
+        let (real, class) = ([1.0, 2.0, 3.0, 0.0], [0, 1, 1, 0]);
+        let optimizers = [
+            Optimizer::default(),
+            Optimizer::Sgd {
+                batch_size: 2,
+                momentum: 0.5,
+                weight_decay: 0.0,
+                lr_decay: 1.0,
+            },
+            Optimizer::Adam {
+                batch_size: 2,
+                lr_decay: 1.0,
+            },
+        ];
+        let (mut diverged, mut finite) = (0, 0);
+        for (model, targets) in models
+            .iter()
+            .zip([Targets::Real(&real), Targets::Class(&class)])
+        {
+            let data = Batch::new(&x, targets, 2).unwrap();
+            for optimizer in optimizers {
+                // One step of 3e38 overflows the parameters with a finite start.
+                for (lr, steps) in [(0.01, 20), (1e30, 20), (3e38, 1)] {
+                    for pull in [false, true] {
+                        let mut ws = Workspace::default();
+                        let mut env = ClientEnv {
+                            id: 0,
+                            round: 0,
+                            data,
+                            model: model.as_ref(),
+                            rng: stream(1, Purpose::Client, 0, 0),
+                            ws: &mut ws,
+                        };
+                        let mut params = vec![0.5f32; model.num_params()];
+                        let centre = vec![0.0f32; model.num_params()];
+                        let mut trainer = LocalTrainer::new(optimizer);
+                        let loss = if pull {
+                            trainer.train_towards(&mut params, &centre, 0.1, lr, steps, &mut env)
+                        } else {
+                            trainer.train(&mut params, lr, steps, &mut env)
+                        };
+                        let all = params.iter().all(|v| v.is_finite());
+                        assert!(
+                            !loss.is_finite() || all,
+                            "{} {optimizer:?} lr {lr} pull {pull}: loss {loss} with {params:?}",
+                            model.name()
+                        );
+                        if all { finite += 1 } else { diverged += 1 }
+                    }
+                }
+            }
+        }
+        assert!(
+            diverged > 0 && finite > 0,
+            "{diverged} diverged, {finite} finite"
+        );
     }
 }

@@ -55,7 +55,7 @@ impl FedAvgClient {
                 let loss = self
                     .trainer
                     .train(&mut params, self.lr, self.local_steps, env);
-                ModelReply::checked(params, loss, samples)
+                ModelReply::trained(params, loss, samples)
             }
         }
     }

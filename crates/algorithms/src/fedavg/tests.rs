@@ -33,11 +33,7 @@ fn ctx(round: usize) -> RoundCtx {
 }
 
 fn reply(payload: Vec<f32>, samples: usize) -> ModelReply {
-    ModelReply {
-        payload,
-        loss: Some(1.0),
-        samples,
-    }
+    ModelReply::new(payload, Some(1.0), samples)
 }
 
 #[test]

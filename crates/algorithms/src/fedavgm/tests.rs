@@ -33,7 +33,7 @@ fn ctx(round: usize) -> RoundCtx {
 }
 
 fn reply(payload: Vec<f32>, samples: usize) -> ModelReply {
-    ModelReply { payload, loss: Some(1.0), samples }
+    ModelReply::new(payload, Some(1.0), samples)
 }
 
 #[test]
@@ -59,7 +59,7 @@ fn a_malformed_or_diverged_reply_is_an_error() {
     let mut s = FedAvgMServer::new(config(1, 1.0, 0.5), &model, 2, 1);
     s.plan(&ctx(0), &mut stream(1, Purpose::Server, 0, 0)).unwrap();
     assert!(s.receive(&ctx(0), 0, reply(vec![1.0], 1)).is_err());
-    let nan = ModelReply { payload: vec![0.0, 0.0], loss: None, samples: 1 };
+    let nan = ModelReply::new(vec![0.0, 0.0], None, 1);
     assert!(s.receive(&ctx(0), 1, nan).is_err());
 }
 

@@ -33,11 +33,7 @@ fn ctx(round: usize) -> RoundCtx {
 }
 
 fn erm(v: [f32; 2]) -> Up {
-    Up::Erm(ModelReply {
-        payload: v.to_vec(),
-        loss: Some(0.0),
-        samples: 10,
-    })
+    Up::Erm(ModelReply::new(v.to_vec(), Some(0.0), 10))
 }
 
 #[test]

@@ -89,11 +89,7 @@ impl ClientHalf for SrFcaClient {
                 let out = client_round(step, std::slice::from_mut(&mut self.trainer), &sent, env)?;
                 Up::Trained {
                     cluster: out.chosen[0],
-                    reply: ModelReply {
-                        payload: out.payload,
-                        loss: out.losses[0],
-                        samples,
-                    },
+                    reply: ModelReply::new(out.payload, out.losses[0], samples),
                 }
             }
             Down::Gradient {

@@ -2,7 +2,7 @@
 //! ([`all_finite`], [`axpy`], [`add_scaled_f64`]) and over a client's features
 //! ([`all_abs_below`]), each compiled for AVX-512 and AVX2 (without FMA, so they
 //! multiply then add as the portable body does: the same bits) and chosen at run
-//! time; and [`prefetch`], a cache hint.
+//! time; and [`prefetch`] and [`prefetch_item`], cache hints.
 
 /// Whether every entry is finite. With the sign cleared, a finite `f32`'s bits
 /// are below `0x7f80_0000`, so adding `0x0080_0000` sets bit 31 exactly for
@@ -163,21 +163,33 @@ fn add_scaled_f64_body(w: f64, x: &[f32], sums: &mut [f64]) {
 }
 
 /// Asks the CPU to fetch `data` into its caches ahead of use: one prefetch
-/// hint per 64-byte line. A hint only: no result depends on it.
+/// hint per 64-byte line it touches. A hint only: no result depends on it.
 pub fn prefetch<T>(data: &[T]) {
+    prefetch_bytes(data.as_ptr().cast(), std::mem::size_of_val(data));
+}
+
+/// [`prefetch`] for the `T` at `item`, which need not be valid (it is never
+/// read): the address of a value a `&mut` borrow holds, say.
+pub fn prefetch_item<T>(item: *const T) {
+    prefetch_bytes(item.cast(), std::mem::size_of::<T>());
+}
+
+fn prefetch_bytes(start: *const u8, bytes: usize) {
     #[cfg(target_arch = "x86_64")]
-    {
+    if bytes > 0 {
         use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
-        let bytes = std::mem::size_of_val(data);
-        let start = data.as_ptr().cast::<i8>();
-        for offset in (0..bytes).step_by(64) {
+        const LINE: usize = 64;
+        let first = start as usize & !(LINE - 1);
+        let last = (start as usize).wrapping_add(bytes - 1) & !(LINE - 1);
+        for line in (first..=last).step_by(LINE) {
+            let at = start.wrapping_add(line.wrapping_sub(start as usize));
             // SAFETY: SSE is part of x86-64; a prefetch never faults and
-            // reads nothing the program sees, and the address lies in `data`.
-            unsafe { _mm_prefetch::<_MM_HINT_T0>(start.wrapping_add(offset)) };
+            // reads nothing the program sees, whatever the address.
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(at.cast()) };
         }
     }
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = data;
+    let _ = (start, bytes);
 }
 
 #[cfg(test)]
