@@ -331,7 +331,9 @@ fn rest_x_tail(
 mod tests {
     use super::*;
 
-    fn data(len: usize, salt: f32) -> Vec<f32> {
+    /// Smooth values in [-1, 1], different per `salt` (also the element-wise
+    /// loops' test data).
+    pub(super) fn data(len: usize, salt: f32) -> Vec<f32> {
         (0..len)
             .map(|i| ((i as f32 + salt) * 0.731).sin())
             .collect()

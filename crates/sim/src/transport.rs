@@ -333,22 +333,25 @@ where
             // While a client trains, what the next clients need travels to the
             // cache: the next one's half, the data of the one after, and where
             // the third keeps its data (so no prefetch waits on memory).
-            let ids: Vec<ClientId> = work.iter().map(|job| job.0).collect();
-            let halves: Vec<*const C> = work.iter().map(|job| &*job.1 as *const C).collect();
-            ids.iter()
+            let ahead: Vec<(ClientId, *const C)> = work
+                .iter()
+                .map(|job| (job.0, &*job.1 as *const C))
+                .collect();
+            ahead
+                .iter()
                 .take(3)
-                .for_each(|&id| shared.data.prefetch_entry(id));
-            if let Some(&second) = ids.get(1) {
+                .for_each(|&(id, _)| shared.data.prefetch_entry(id));
+            if let Some(&(second, _)) = ahead.get(1) {
                 shared.data.prefetch(second);
             }
             work.into_iter().enumerate().try_for_each(|(i, job)| {
-                if let Some(&half) = halves.get(i + 1) {
+                if let Some(&(_, half)) = ahead.get(i + 1) {
                     prefetch_item(half);
                 }
-                if let Some(&later) = ids.get(i + 2) {
+                if let Some(&(later, _)) = ahead.get(i + 2) {
                     shared.data.prefetch(later);
                 }
-                if let Some(&latest) = ids.get(i + 3) {
+                if let Some(&(latest, _)) = ahead.get(i + 3) {
                     shared.data.prefetch_entry(latest);
                 }
                 let id = job.0;

@@ -4,33 +4,41 @@
 //! multiply then add as the portable body does: the same bits) and chosen at run
 //! time; and [`prefetch`] and [`prefetch_item`], cache hints.
 
-/// Whether every entry is finite. With the sign cleared, a finite `f32`'s bits
-/// are below `0x7f80_0000`, so adding `0x0080_0000` sets bit 31 exactly for
-/// infinities and NaNs; one OR per block of 256 collects it, branch-free.
-pub fn all_finite(x: &[f32]) -> bool {
-    #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx512f") {
-        // SAFETY: the CPU supports the feature the function is compiled for.
-        return unsafe { all_finite_avx512(x) };
-    }
-    #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx2") {
-        // SAFETY: the CPU supports the feature the function is compiled for.
-        return unsafe { all_finite_avx2(x) };
-    }
-    all_finite_body(x)
+/// `fn $name(args)`, running `$body` compiled for AVX-512 where the CPU has
+/// it, else for AVX2, else as it is: the loops below, each written once.
+macro_rules! dispatched {
+    ($(#[$attr:meta])* $vis:vis fn $name:ident($($arg:ident: $ty:ty),*) $(-> $ret:ty)? => $body:ident) => {
+        $(#[$attr])*
+        $vis fn $name($($arg: $ty),*) $(-> $ret)? {
+            #[cfg(target_arch = "x86_64")]
+            {
+                #[target_feature(enable = "avx512f")]
+                fn avx512($($arg: $ty),*) $(-> $ret)? {
+                    $body($($arg),*)
+                }
+                #[target_feature(enable = "avx2")]
+                fn avx2($($arg: $ty),*) $(-> $ret)? {
+                    $body($($arg),*)
+                }
+                if std::is_x86_feature_detected!("avx512f") {
+                    // SAFETY: the CPU supports the feature the function is compiled for.
+                    return unsafe { avx512($($arg),*) };
+                }
+                if std::is_x86_feature_detected!("avx2") {
+                    // SAFETY: as above.
+                    return unsafe { avx2($($arg),*) };
+                }
+            }
+            $body($($arg),*)
+        }
+    };
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-fn all_finite_avx2(x: &[f32]) -> bool {
-    all_finite_body(x)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-fn all_finite_avx512(x: &[f32]) -> bool {
-    all_finite_body(x)
+dispatched! {
+    /// Whether every entry is finite. With the sign cleared, a finite `f32`'s bits
+    /// are below `0x7f80_0000`, so adding `0x0080_0000` sets bit 31 exactly for
+    /// infinities and NaNs; one OR per block of 256 collects it, branch-free.
+    pub fn all_finite(x: &[f32]) -> bool => all_finite_body
 }
 
 #[inline(always)]
@@ -48,30 +56,11 @@ fn all_finite_body(x: &[f32]) -> bool {
 /// ORed together, branch-free as [`all_finite`].
 pub fn all_abs_below(x: &[f32], bound: f32) -> bool {
     assert!(bound > 0.0 && bound.is_finite(), "all_abs_below bound");
-    let bound = bound.to_bits();
-    #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx512f") {
-        // SAFETY: the CPU supports the feature the function is compiled for.
-        return unsafe { all_abs_below_avx512(x, bound) };
-    }
-    #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx2") {
-        // SAFETY: the CPU supports the feature the function is compiled for.
-        return unsafe { all_abs_below_avx2(x, bound) };
-    }
-    all_abs_below_body(x, bound)
+    all_bits_below(x, bound.to_bits())
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-fn all_abs_below_avx2(x: &[f32], bound: u32) -> bool {
-    all_abs_below_body(x, bound)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-fn all_abs_below_avx512(x: &[f32], bound: u32) -> bool {
-    all_abs_below_body(x, bound)
+dispatched! {
+    fn all_bits_below(x: &[f32], bound: u32) -> bool => all_abs_below_body
 }
 
 /// For non-negative floats the order of the bits is the order of the values,
@@ -88,33 +77,9 @@ fn all_abs_below_body(x: &[f32], bound: u32) -> bool {
     })
 }
 
-/// `y <- y + a * x`, rounded after the product and after the sum on every path.
-pub fn axpy(a: f32, x: &[f32], y: &mut [f32]) {
-    #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx512f") {
-        // SAFETY: the CPU supports the feature the function is compiled for.
-        unsafe { axpy_avx512(a, x, y) };
-        return;
-    }
-    #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx2") {
-        // SAFETY: the CPU supports the feature the function is compiled for.
-        unsafe { axpy_avx2(a, x, y) };
-        return;
-    }
-    axpy_body(a, x, y);
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-fn axpy_avx2(a: f32, x: &[f32], y: &mut [f32]) {
-    axpy_body(a, x, y);
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-fn axpy_avx512(a: f32, x: &[f32], y: &mut [f32]) {
-    axpy_body(a, x, y);
+dispatched! {
+    /// `y <- y + a * x`, rounded after the product and after the sum on every path.
+    pub fn axpy(a: f32, x: &[f32], y: &mut [f32]) => axpy_body
 }
 
 #[inline(always)]
@@ -128,31 +93,11 @@ fn axpy_body(a: f32, x: &[f32], y: &mut [f32]) {
 /// models: a product then a sum per entry on every path, so the same bits.
 pub fn add_scaled_f64(w: f64, x: &[f32], sums: &mut [f64]) {
     assert_eq!(x.len(), sums.len(), "add_scaled_f64 lengths");
-    #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx512f") {
-        // SAFETY: the CPU supports the feature the function is compiled for.
-        unsafe { add_scaled_f64_avx512(w, x, sums) };
-        return;
-    }
-    #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx2") {
-        // SAFETY: the CPU supports the feature the function is compiled for.
-        unsafe { add_scaled_f64_avx2(w, x, sums) };
-        return;
-    }
-    add_scaled_f64_body(w, x, sums);
+    add_scaled_f64_unchecked(w, x, sums);
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-fn add_scaled_f64_avx2(w: f64, x: &[f32], sums: &mut [f64]) {
-    add_scaled_f64_body(w, x, sums);
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-fn add_scaled_f64_avx512(w: f64, x: &[f32], sums: &mut [f64]) {
-    add_scaled_f64_body(w, x, sums);
+dispatched! {
+    fn add_scaled_f64_unchecked(w: f64, x: &[f32], sums: &mut [f64]) => add_scaled_f64_body
 }
 
 #[inline(always)]
@@ -194,13 +139,8 @@ fn prefetch_bytes(start: *const u8, bytes: usize) {
 
 #[cfg(test)]
 mod tests {
+    use super::super::tests::data;
     use super::*;
-
-    fn data(len: usize, salt: f32) -> Vec<f32> {
-        (0..len)
-            .map(|i| ((i as f32 + salt) * 0.731).sin())
-            .collect()
-    }
 
     #[test]
     fn axpy_all_finite_and_add_scaled_agree_with_their_portable_bodies() {

@@ -107,7 +107,14 @@ fn block<const R: usize, const C: usize>(
     cols: [&[f32]; C],
     put: &mut impl FnMut(usize, usize, f32),
 ) {
-    let sums = dots(rows, cols);
+    hand_out(dots(rows, cols), put);
+}
+
+/// `put(r, q, sums[r][q])` for every entry.
+fn hand_out<const R: usize, const C: usize>(
+    sums: [[f32; C]; R],
+    put: &mut impl FnMut(usize, usize, f32),
+) {
     for (r, row) in sums.iter().enumerate() {
         for (q, &v) in row.iter().enumerate() {
             put(r, q, v);
@@ -150,11 +157,7 @@ fn pair_block_of<'s, const C: usize>(
     let sums = unsafe { dots_pair_avx512(rows, cols) };
     #[cfg(not(target_arch = "x86_64"))]
     let sums = rows.map(|x| cols.map(|y| dot_portable(x, y)));
-    for (r, row) in sums.iter().enumerate() {
-        for (q, &v) in row.iter().enumerate() {
-            put(r, j + q, v);
-        }
-    }
+    hand_out(sums, &mut |r, q, v| put(r, j + q, v));
 }
 
 /// Whether two rows can share a 16-lane register.
