@@ -112,6 +112,7 @@ fn experiment(seeds: usize, rounds: usize) -> Experiment {
             log10: true,
         }],
         curves: true,
+        last_round_only: false,
         notes: Vec::new(),
         smoke: false,
         tune_by: None,
@@ -133,7 +134,8 @@ fn options(out: &Path) -> RunOptions {
     }
 }
 
-/// Every finished run directory under `out` and the time it was written.
+/// Every finished run directory under `out` and the time it was written (a
+/// `seed-N.partial` being saved when the run was killed is not finished).
 fn finished(out: &Path) -> Vec<(PathBuf, SystemTime)> {
     let mut runs = Vec::new();
     let Ok(settings) = std::fs::read_dir(out.join("runs")) else {
@@ -142,6 +144,9 @@ fn finished(out: &Path) -> Vec<(PathBuf, SystemTime)> {
     for s in settings.flatten() {
         for m in std::fs::read_dir(s.path()).unwrap().flatten() {
             for seed in std::fs::read_dir(m.path()).unwrap().flatten() {
+                if seed.path().extension().is_some_and(|e| e == "partial") {
+                    continue;
+                }
                 let config = seed.path().join("config.toml");
                 if let Ok(meta) = std::fs::metadata(&config) {
                     runs.push((seed.path(), meta.modified().unwrap()));
@@ -233,6 +238,60 @@ fn the_grid_is_saved_resumed_extended_and_reported() {
     let e = harness::run(&experiment(1, 31), &options(&out)).unwrap_err();
     assert!(format!("{e:#}").contains("another protocol"), "{e:#}");
     let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
+fn a_grid_saving_the_last_round_only_reports_the_same_numbers() {
+    let (every, last) = (temp_dir("every-round"), temp_dir("last-round"));
+    let full = experiment(1, 6);
+    let mut thin = experiment(1, 6);
+    thin.last_round_only = true;
+    thin.curves = false;
+    harness::run(&full, &options(&every)).unwrap();
+    harness::run(&thin, &options(&last)).unwrap();
+    let run = "runs/low/ifca/seed-1";
+    let rows = |out: &Path, file: &str| {
+        let text = std::fs::read_to_string(out.join(run).join(file)).unwrap();
+        text.lines().skip(1).map(str::to_owned).collect::<Vec<_>>()
+    };
+    for file in ["metrics.csv", "timing.csv"] {
+        let (all, kept) = (rows(&every, file), rows(&last, file));
+        assert_eq!(all.len(), 6, "{file}");
+        assert_eq!(kept.len(), 1, "{file}");
+        let tail = |row: &str| row.split_once(',').map(|(round, _)| round.to_owned());
+        assert_eq!(
+            tail(&kept[0]),
+            tail(&all[5]),
+            "{file}: the last round is kept"
+        );
+    }
+    let summary = |out: &Path| {
+        let text = std::fs::read_to_string(out.join(run).join("summary.json")).unwrap();
+        serde_json::from_str::<serde_json::Value>(&text).unwrap()
+    };
+    let (a, b) = (summary(&every), summary(&last));
+    assert_eq!(b["rounds"], 6, "the summary counts every round");
+    assert_eq!(a["final"], b["final"]);
+    assert_eq!(a["replicas"], b["replicas"]);
+    let results = |out: &Path| std::fs::read_to_string(out.join("results.csv")).unwrap();
+    let without_seconds = |text: String| {
+        text.lines()
+            .map(|l| {
+                l.split(',')
+                    .enumerate()
+                    .filter(|(i, _)| *i != 5)
+                    .map(|(_, f)| f)
+                    .collect::<Vec<_>>()
+                    .join(",")
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        without_seconds(results(&every)),
+        without_seconds(results(&last))
+    );
+    let _ = std::fs::remove_dir_all(&every);
+    let _ = std::fs::remove_dir_all(&last);
 }
 
 #[test]

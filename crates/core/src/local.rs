@@ -66,6 +66,13 @@ pub struct OptimizerState {
 }
 
 impl OptimizerState {
+    /// Back to the state before the first step, keeping the buffers' memory.
+    pub fn restart(&mut self) {
+        self.first.fill(0.0);
+        self.second.fill(0.0);
+        self.t = 0;
+    }
+
     /// Sizes the state for `p` parameters under `optimizer` (fresh when the
     /// size changes).
     pub fn ready(&mut self, optimizer: MinibatchOptimizer, p: usize) {

@@ -1,9 +1,11 @@
 //! A client's local trainer: full-batch gradient descent (through
 //! [`fedcluster_core::Model::train`], so a model's exact shortcut applies), or
 //! SGD or Adam on shuffled minibatches ([`fedcluster_models::minibatch`], or the
-//! model's own device loop), whose state the client keeps between rounds as
-//! the SR-FCA paper's public code does; any of them optionally with a proximal
-//! pull towards a centre (FedSoft), and with a per-round step-size decay.
+//! model's own device loop), whose state the client keeps between rounds
+//! (`keep_state = true`, the default) or starts afresh at every local training
+//! (`keep_state = false`: the SR-FCA paper's public code builds a new torch
+//! optimizer at every call); any of them optionally with a proximal pull
+//! towards a centre (FedSoft), and with a per-round step-size decay.
 
 use serde::{Deserialize, Serialize};
 
@@ -26,10 +28,14 @@ pub enum Optimizer {
         lr_decay: f32,
     },
     /// SGD on shuffled minibatches of `batch_size`, with optional momentum and
-    /// weight decay (PyTorch's `SGD`); the momentum buffer is kept by the client.
+    /// weight decay (PyTorch's `SGD`); the momentum buffer is kept by the
+    /// client unless `keep_state = false`.
     Sgd {
         /// Points per minibatch.
         batch_size: usize,
+        /// Keep the momentum buffer from one local training to the next.
+        #[serde(default = "yes", skip_serializing_if = "is_yes")]
+        keep_state: bool,
         /// Momentum `μ` in `[0, 1)`.
         #[serde(default)]
         momentum: f32,
@@ -41,10 +47,13 @@ pub enum Optimizer {
         lr_decay: f32,
     },
     /// Adam (PyTorch's β and ε) on shuffled minibatches of `batch_size`; its
-    /// moments are kept by the client.
+    /// moments and step count are kept by the client unless `keep_state = false`.
     Adam {
         /// Points per minibatch.
         batch_size: usize,
+        /// Keep the moments and step count from one local training to the next.
+        #[serde(default = "yes", skip_serializing_if = "is_yes")]
+        keep_state: bool,
         /// Per-round step-size decay.
         #[serde(default = "one", skip_serializing_if = "is_one")]
         lr_decay: f32,
@@ -53,6 +62,14 @@ pub enum Optimizer {
 
 fn one() -> f32 {
     1.0
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn is_yes(v: &bool) -> bool {
+    *v
 }
 
 fn is_one(v: &f32) -> bool {
@@ -100,6 +117,7 @@ impl Optimizer {
             Optimizer::Adam {
                 batch_size,
                 lr_decay,
+                ..
             } => {
                 at_least_one(&format!("{field}.batch_size"), batch_size)?;
                 decay(lr_decay)
@@ -109,6 +127,7 @@ impl Optimizer {
                 momentum,
                 weight_decay,
                 lr_decay,
+                ..
             } => {
                 at_least_one(&format!("{field}.batch_size"), batch_size)?;
                 if !(0.0..1.0).contains(&momentum) {
@@ -125,6 +144,14 @@ impl Optimizer {
                 }
                 decay(lr_decay)
             }
+        }
+    }
+
+    /// Whether the optimizer's state carries over between local trainings.
+    fn keeps_state(&self) -> bool {
+        match *self {
+            Optimizer::Gd { .. } => true,
+            Optimizer::Sgd { keep_state, .. } | Optimizer::Adam { keep_state, .. } => keep_state,
         }
     }
 
@@ -211,6 +238,9 @@ impl LocalTrainer {
             (None, None) => env.model.train(params, env.data, lr, steps, env.ws),
             (None, Some(pull)) => prox_gd_steps(params, pull, lr, steps, env),
             (Some((optimizer, batch_size)), pull) => {
+                if !self.optimizer.keeps_state() {
+                    self.state.restart();
+                }
                 let spec = MinibatchSpec {
                     optimizer,
                     lr,
@@ -295,6 +325,7 @@ mod tests {
         // from one call of 3 steps repeated from scratch.
         let mut adam = LocalTrainer::new(Optimizer::Adam {
             batch_size: 2,
+            keep_state: true,
             lr_decay: 1.0,
         });
         let mut w = [0.0f32; 2];
@@ -303,16 +334,66 @@ mod tests {
         let mut fresh = [0.0f32; 2];
         let mut again = LocalTrainer::new(Optimizer::Adam {
             batch_size: 2,
+            keep_state: true,
             lr_decay: 1.0,
         });
         again.train(&mut fresh, 0.1, 3, &mut env);
         let mut again2 = LocalTrainer::new(Optimizer::Adam {
             batch_size: 2,
+            keep_state: true,
             lr_decay: 1.0,
         });
         again2.train(&mut fresh, 0.1, 3, &mut env);
         assert_ne!(w, fresh);
         assert!(model.loss(&w, data, env.ws) < model.loss(&[0.0, 0.0], data, env.ws));
+    }
+
+    #[test]
+    fn without_kept_state_every_local_training_starts_adam_afresh() {
+        let model = LinearRegression::new(2).unwrap();
+        let x = [1.0, 0.0, 0.0, 1.0, 1.0, 1.0, 2.0, -1.0];
+        let y = [1.0, 2.0, 3.0, 0.0];
+        let data = Batch::new(&x, Targets::Real(&y), 2).unwrap();
+        let mut ws = Workspace::default();
+        let mut env = ClientEnv {
+            id: 0,
+            round: 0,
+            data,
+            model: &model,
+            rng: stream(1, Purpose::Client, 0, 0),
+            ws: &mut ws,
+        };
+        let adam = |keep_state| Optimizer::Adam {
+            batch_size: 2,
+            keep_state,
+            lr_decay: 1.0,
+        };
+        // Two local trainings of 3 steps each, by one trainer or by a new
+        // trainer each time, over the same minibatch draws.
+        let mut two_trainings = |first: &mut LocalTrainer, second: Option<LocalTrainer>| {
+            env.rng = stream(1, Purpose::Client, 0, 0);
+            let mut w = [0.0f32; 2];
+            first.train(&mut w, 0.1, 3, &mut env);
+            match second {
+                Some(mut other) => other.train(&mut w, 0.1, 3, &mut env),
+                None => first.train(&mut w, 0.1, 3, &mut env),
+            };
+            w
+        };
+        let afresh = two_trainings(&mut LocalTrainer::new(adam(false)), None);
+        let new_trainers = two_trainings(
+            &mut LocalTrainer::new(adam(true)),
+            Some(LocalTrainer::new(adam(true))),
+        );
+        let kept = two_trainings(&mut LocalTrainer::new(adam(true)), None);
+        assert_eq!(afresh, new_trainers);
+        assert_ne!(afresh, kept);
+        let toml = |o: Optimizer| toml::to_string(&o).unwrap();
+        assert!(
+            !toml(adam(true)).contains("keep_state"),
+            "the default is not written"
+        );
+        assert!(toml(adam(false)).contains("keep_state = false"));
     }
 
     #[test]
@@ -327,12 +408,14 @@ mod tests {
             Optimizer::default(),
             Optimizer::Sgd {
                 batch_size: 2,
+                keep_state: true,
                 momentum: 0.5,
                 weight_decay: 0.0,
                 lr_decay: 1.0,
             },
             Optimizer::Adam {
                 batch_size: 2,
+                keep_state: true,
                 lr_decay: 1.0,
             },
         ];

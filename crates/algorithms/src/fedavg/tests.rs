@@ -125,6 +125,7 @@ fn adam_run(
         init: InitScheme::Zeros,
         optimizer: crate::common::trainer::Optimizer::Adam {
             batch_size: 2,
+            keep_state: true,
             lr_decay: 1.0,
         },
     })

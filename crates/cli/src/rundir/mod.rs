@@ -380,6 +380,9 @@ pub struct Extras {
     /// `models.safetensors`: the final models (written unless there are more
     /// values than a server may hold).
     pub models: bool,
+    /// `metrics.csv` and `timing.csv` hold the last round only (the summary
+    /// still counts every round): for grids read off final numbers.
+    pub last_round_only: bool,
 }
 
 impl Extras {
@@ -387,6 +390,7 @@ impl Extras {
     pub const ALL: Self = Self {
         replicas: true,
         models: true,
+        last_round_only: false,
     };
 }
 
@@ -398,20 +402,19 @@ pub fn write_run(
     extras: Extras,
 ) -> Result<Summary> {
     dir.write("config.toml", &config.to_toml()?)?;
-    let selected = outcome
-        .records
-        .iter()
-        .filter(|r| r.replica == outcome.selected);
-    dir.write("metrics.csv", &metrics_csv(selected, false))?;
+    let last_round = outcome.records.last().map_or(0, |r| r.round);
+    let kept = |r: &&RoundRecord| {
+        r.replica == outcome.selected && (!extras.last_round_only || r.round == last_round)
+    };
+    dir.write(
+        "metrics.csv",
+        &metrics_csv(outcome.records.iter().filter(kept), false),
+    )?;
     if extras.replicas && outcome.replicas > 1 {
         dir.write("replicas.csv", &metrics_csv(&outcome.records, true))?;
     }
     let mut timing = String::from("round,seconds,bytes_down,bytes_up\n");
-    for r in outcome
-        .records
-        .iter()
-        .filter(|r| r.replica == outcome.selected)
-    {
+    for r in outcome.records.iter().filter(kept) {
         let _ = writeln!(
             timing,
             "{},{},{},{}",

@@ -184,8 +184,10 @@ pub fn run(exp: &Experiment, o: &RunOptions) -> Result<String> {
         });
         let dir = exp.run_dir(&o.out, &cell);
         match &outcome {
-            Ok(outcome) => stored::save(&dir, &config, Ok(outcome))?,
-            Err(e) if is_divergence(e) => stored::save(&dir, &config, Err(&format!("{e:#}")))?,
+            Ok(outcome) => stored::save(&dir, &config, Ok(outcome), exp.last_round_only)?,
+            Err(e) if is_divergence(e) => {
+                stored::save(&dir, &config, Err(&format!("{e:#}")), false)?
+            }
             Err(e) => bail!("{label}: {e:#}"),
         }
         finished.push((cell, stored::load(&dir)?));

@@ -68,17 +68,23 @@ pub fn write(exp: &Experiment, out: &Path, runs: &[(Cell, Finished)]) -> Result<
     files.extend(cells.plots(out)?);
     let notes: String = exp.notes.iter().map(|n| format!("{n}\n\n")).collect();
     let diverged = runs.iter().filter(|(_, r)| r.diverged()).count();
+    let run_seconds: f64 = runs
+        .iter()
+        .filter_map(|(_, r)| r.value(Metric::Seconds))
+        .sum();
     let report = format!(
         "# {title}\n\n## Verdicts\n\n{verdicts}\nA cell is reproduced when ours is within \
          1.5 points (percentages) or 10% (other quantities) of the paper's number.\n\n\
          ## Protocol\n\n{protocol}\n\nSeeds per (setting, method): {seeds}; {runs} finished runs, \
-         {diverged} of them diverged. Every run is kept under `runs/<setting>/<method>/seed-<s>/`; \
+         {diverged} of them diverged; their rounds took {hours:.2} hours of wall-clock time \
+         as the runs measured it. Every run is kept under `runs/<setting>/<method>/seed-<s>/`; \
          re-running the command with the same `--out` runs only what is missing.\n\n{tables}{notes}\
          Files: {files}.\n",
         title = exp.title,
         protocol = exp.protocol,
         seeds = seed_range(&cells.seed_counts()),
         runs = runs.len(),
+        hours = run_seconds / 3600.0,
         files = files.join(", "),
     );
     let path = out.join("report.md");
@@ -340,10 +346,11 @@ impl Cells<'_> {
                 })
                 .collect();
         let header: Vec<&str> = header.iter().map(String::as_str).collect();
+        let seeds = seed_range(&self.seed_counts());
+        let plural = if seeds == "1" { "" } else { "s" };
         format!(
-            "{}, {} seeds per cell:\n\n{}",
+            "{}, {seeds} seed{plural} per cell:\n\n{}",
             column.header,
-            seed_range(&self.seed_counts()),
             render(&header, &body)
         )
     }
@@ -465,7 +472,7 @@ fn digits(metric: Metric) -> usize {
             Field::ClustersFound => 1,
             _ => 2,
         },
-        Metric::IfcaSuccess | Metric::MsPerRound { .. } => 2,
+        Metric::IfcaSuccess { .. } | Metric::MsPerRound { .. } => 2,
         Metric::Seconds => 1,
     }
 }

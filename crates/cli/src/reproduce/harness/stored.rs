@@ -32,8 +32,14 @@ pub struct Finished {
 }
 
 /// Saves a finished run into `dir` (through `.partial`, so a run killed while
-/// saving is not taken as finished).
-pub fn save(dir: &Path, config: &RunConfig, outcome: Result<&Outcome, &str>) -> Result<()> {
+/// saving is not taken as finished); with `last_round_only`, its per-round
+/// files hold the last round only.
+pub fn save(
+    dir: &Path,
+    config: &RunConfig,
+    outcome: Result<&Outcome, &str>,
+    last_round_only: bool,
+) -> Result<()> {
     let run = RunDir::create(dir, false)?;
     match outcome {
         Ok(outcome) => {
@@ -44,6 +50,7 @@ pub fn save(dir: &Path, config: &RunConfig, outcome: Result<&Outcome, &str>) -> 
                 Extras {
                     replicas: false,
                     models: false,
+                    last_round_only,
                 },
             )?;
         }
@@ -124,14 +131,14 @@ impl Finished {
                 let values: Vec<f64> = tail.iter().filter_map(|r| field.of(r)).collect();
                 (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
             }
-            Metric::IfcaSuccess => {
+            Metric::IfcaSuccess { slack } => {
                 let DataConfig::IfcaSynthetic(spec) = &self.config.data else {
                     return None;
                 };
                 let best = self
                     .best_replica(Field::ParamError)
                     .unwrap_or(f64::INFINITY);
-                Some(f64::from(u8::from(best < 0.6 * spec.noise_std + 0.001)))
+                Some(f64::from(u8::from(best < 0.6 * spec.noise_std + slack)))
             }
             Metric::MsPerRound { last } => {
                 let tail = &self.records[self.records.len().saturating_sub(last)..];
