@@ -75,19 +75,6 @@ pub enum Scale {
     Norm,
 }
 
-/// A panel of the IFCA paper's Fig. 3.
-#[derive(Debug, Clone, Copy, clap::ValueEnum)]
-pub enum Fig3Panel {
-    /// Success over (sigma, R), (m, n, k) = (100, 100, 2).
-    A,
-    /// Success over (sigma, R), (m, n, k) = (400, 100, 4).
-    B,
-    /// Success over (n, m), k = 2, R = 0.1, sigma = 0.1.
-    C,
-    /// Success over (n, m), k = 4, R = 0.5, sigma = 0.1.
-    D,
-}
-
 /// The paper experiments.
 #[derive(Debug, clap::Subcommand)]
 pub enum Reproduce {
@@ -98,8 +85,8 @@ pub enum Reproduce {
         output: OutputArgs,
         /// Which panel of Fig. 3 (default directory runs/reproduce/ifca-synthetic-success
         /// for a, ifca-synthetic-success-<panel> for the others).
-        #[arg(long, value_enum, default_value_t = Fig3Panel::A)]
-        panel: Fig3Panel,
+        #[arg(long, value_enum, default_value_t = ifca_success::Panel::A)]
+        panel: ifca_success::Panel,
         /// Data sets per grid cell (default 2; the paper used 40).
         #[arg(long, conflicts_with = "full")]
         trials: Option<usize>,
@@ -174,12 +161,6 @@ impl Reproduce {
                 let truth_scale = match truth_scale {
                     Scale::Entries => fedcluster_data::TruthScale::Entries,
                     Scale::Norm => fedcluster_data::TruthScale::Norm,
-                };
-                let panel = match panel {
-                    Fig3Panel::A => ifca_success::Panel::A,
-                    Fig3Panel::B => ifca_success::Panel::B,
-                    Fig3Panel::C => ifca_success::Panel::C,
-                    Fig3Panel::D => ifca_success::Panel::D,
                 };
                 let o = ifca_success::Options {
                     panel,

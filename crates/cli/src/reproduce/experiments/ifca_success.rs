@@ -30,17 +30,17 @@ pub const SAMPLES: [usize; 3] = [50, 100, 200];
 /// Data sets per grid cell in the paper.
 pub const PAPER_TRIALS: usize = 40;
 
-/// A panel of Fig. 3.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// A panel of Fig. 3 (`--panel`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum Panel {
-    /// Success over (σ, R), k = 2.
+    /// Success over (sigma, R), (m, n, k) = (100, 100, 2).
     #[default]
     A,
-    /// Success over (σ, R), k = 4.
+    /// Success over (sigma, R), (m, n, k) = (400, 100, 4).
     B,
-    /// Success over (n, m), k = 2, R = 0.1.
+    /// Success over (n, m), k = 2, R = 0.1, sigma = 0.1.
     C,
-    /// Success over (n, m), k = 4, R = 0.5.
+    /// Success over (n, m), k = 4, R = 0.5, sigma = 0.1.
     D,
 }
 
@@ -49,7 +49,7 @@ struct PanelSpec {
     letter: char,
     name: &'static str,
     clusters: usize,
-    step_sizes: &'static str,
+    step_sizes: &'static [f64],
     slack: f64,
     sweep: Sweep,
 }
@@ -68,8 +68,8 @@ enum Sweep {
 
 impl Panel {
     fn spec(self) -> PanelSpec {
-        const SMALL_K_STEPS: &str = "[1.0, 0.1, 0.01]";
-        const LARGE_K_STEPS: &str = "[2.0, 1.0, 0.5]";
+        const SMALL_K_STEPS: &[f64] = &[1.0, 0.1, 0.01];
+        const LARGE_K_STEPS: &[f64] = &[2.0, 1.0, 0.5];
         match self {
             Panel::A => PanelSpec {
                 letter: 'a',
@@ -134,7 +134,7 @@ pub struct Options {
     pub truth_scale: TruthScale,
 }
 
-/// One grid point: its key, label, row, x and overrides.
+/// One grid point: its key, label, row and x, and its data's sizes.
 struct Point {
     key: String,
     label: String,
@@ -142,14 +142,15 @@ struct Point {
     x: f64,
     noise: f64,
     separation: f64,
-    overrides: Vec<String>,
+    clients: usize,
+    samples: usize,
 }
 
 impl Sweep {
     /// The grid's points, row-major.
     fn points(&self) -> Vec<Point> {
         match *self {
-            Sweep::NoiseSeparation { .. } => SIGMAS
+            Sweep::NoiseSeparation { clients, samples } => SIGMAS
                 .iter()
                 .flat_map(|&sigma| {
                     SEPARATIONS.iter().map(move |&r| Point {
@@ -159,7 +160,8 @@ impl Sweep {
                         x: r,
                         noise: sigma,
                         separation: r,
-                        overrides: Vec::new(),
+                        clients,
+                        samples,
                     })
                 })
                 .collect(),
@@ -177,10 +179,8 @@ impl Sweep {
                         x: m as f64,
                         noise,
                         separation,
-                        overrides: vec![
-                            format!("data.clients={m}"),
-                            format!("data.points_per_client={n}"),
-                        ],
+                        clients: m,
+                        samples: n,
                     })
                 })
                 .collect(),
@@ -218,13 +218,6 @@ fn set<T: std::fmt::Display>(values: &[T]) -> String {
 pub fn experiment(o: &Options) -> Experiment {
     let spec = o.panel.spec();
     let k = spec.clusters;
-    let per_panel = match spec.sweep {
-        Sweep::NoiseSeparation { clients, samples } => vec![
-            format!("data.clients={clients}"),
-            format!("data.points_per_client={samples}"),
-        ],
-        Sweep::SamplesClients { .. } => Vec::new(),
-    };
     let settings = spec
         .sweep
         .points()
@@ -236,16 +229,16 @@ pub fn experiment(o: &Options) -> Experiment {
                 TruthScale::Norm => format!("{{ kind = \"bernoulli\", norm = {} }}", p.separation),
                 TruthScale::Entries => "{ kind = \"bernoulli\" }".into(),
             };
-            let mut overrides = vec![
-                format!("data.noise_std={}", p.noise),
-                format!("data.separation={}", p.separation),
-                format!("algorithm.init={init}"),
-            ];
-            overrides.extend(p.overrides);
             Setting {
                 key: p.key,
                 label: p.label,
-                overrides,
+                overrides: vec![
+                    format!("data.clients={}", p.clients),
+                    format!("data.points_per_client={}", p.samples),
+                    format!("data.noise_std={}", p.noise),
+                    format!("data.separation={}", p.separation),
+                    format!("algorithm.init={init}"),
+                ],
                 seed_offset: 1000 * cell as u64,
                 grid: Some((p.row, p.x)),
                 ..Default::default()
@@ -282,7 +275,7 @@ pub fn experiment(o: &Options) -> Experiment {
              Parameters as in {parameters}.",
             spec.sweep.describe(k),
             o.rounds,
-            spec.step_sizes.replace('[', "{").replace(']', "}"),
+            set(spec.step_sizes),
             if spec.slack > 0.0 {
                 format!(" + {}", spec.slack)
             } else {
@@ -297,22 +290,19 @@ pub fn experiment(o: &Options) -> Experiment {
             label: "IFCA",
             config: config_file!("ifca-synthetic.toml"),
             overrides: vec![
-                format!("algorithm.lr={}", spec.step_sizes),
+                format!("algorithm.lr={:?}", spec.step_sizes),
                 "algorithm.local_steps=1".into(),
             ],
             ..Default::default()
         }],
         seeds: o.trials,
-        overrides: [
+        overrides: vec![
             format!("rounds={}", o.rounds),
             "data.test_points_per_client=1".into(),
             format!("data.truth_scale=\"{scale}\""),
             format!("data.clusters={k}"),
             format!("algorithm.clusters={k}"),
-        ]
-        .into_iter()
-        .chain(per_panel)
-        .collect(),
+        ],
         tables: vec![Table {
             title: format!("Success probability (rows {rows}, columns {columns})"),
             columns: vec![Column::new("success probability", success, TEN_PERCENT)],
@@ -347,7 +337,7 @@ mod tests {
     use super::*;
     use crate::config::{DataConfig, RunConfig};
 
-    /// Every cell's config, as the harness composes it (seed and threads aside).
+    /// Every cell's config (seed 1), as the harness composes it.
     fn configs(panel: Panel) -> Vec<(String, RunConfig)> {
         let o = Options {
             panel,
@@ -356,20 +346,13 @@ mod tests {
             truth_scale: TruthScale::Entries,
         };
         let exp = experiment(&o);
-        let method = &exp.methods[0];
-        exp.settings
-            .iter()
+        (0..exp.settings.len())
             .map(|s| {
-                let overrides: Vec<String> = exp
-                    .overrides
-                    .iter()
-                    .chain(&s.overrides)
-                    .chain(&method.overrides)
-                    .cloned()
-                    .collect();
-                let config = RunConfig::parse(method.config.text, &overrides, method.config.path)
-                    .unwrap_or_else(|e| panic!("{}: {e:#}", s.key));
-                (s.key.clone(), config)
+                let key = exp.settings[s].key.clone();
+                let config = exp
+                    .run_config(s, 0, 1)
+                    .unwrap_or_else(|e| panic!("{key}: {e:#}"));
+                (key, config)
             })
             .collect()
     }

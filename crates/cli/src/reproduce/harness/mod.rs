@@ -67,6 +67,19 @@ impl Experiment {
             .with_context(|| format!("{} in setting {}", method.label, setting.label))
     }
 
+    /// The run config of seed `seed` of (setting, method), as the grid
+    /// composes it (before data-derived overrides, threads 0): for tests of
+    /// an experiment's cells.
+    #[cfg(test)]
+    pub(crate) fn run_config(&self, setting: usize, method: usize, seed: u64) -> Result<RunConfig> {
+        let cell = Cell {
+            setting,
+            method,
+            seed,
+        };
+        self.config(&cell, &[], 0)
+    }
+
     /// Where the run of `cell` is saved.
     fn run_dir(&self, out: &Path, cell: &Cell) -> PathBuf {
         out.join("runs")
