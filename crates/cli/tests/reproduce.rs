@@ -8,8 +8,8 @@ use std::process::Command;
 use std::time::{Duration, SystemTime};
 
 use fedcluster_cli::reproduce::harness::{
-    self, Column, ConfigFile, Experiment, Field, Layout, Method, Metric, Paper, Plot, RunOptions,
-    Setting, TEN_PERCENT, Table, Tolerance, Tuned,
+    self, Claim, Column, ConfigFile, Experiment, Field, Layout, Method, Metric, Paper, Plot,
+    RunOptions, Setting, TEN_PERCENT, Table, Tolerance, Tuned,
 };
 
 const BASE: ConfigFile = ConfigFile {
@@ -316,6 +316,55 @@ fn unknown_settings_and_methods_are_refused_with_the_known_ones() {
         "{e}"
     );
     assert!(!out.exists());
+}
+
+/// A column read at a round takes that round's row of `metrics.csv`, and a
+/// claim with no reference to match checks only the ordering of the means.
+#[test]
+fn a_value_at_a_round_and_a_claim_without_a_reference_come_from_the_runs() {
+    let out = temp_dir("at-round");
+    let mut exp = experiment(1, 6);
+    exp.settings.truncate(1);
+    exp.methods.truncate(2);
+    exp.tables = vec![Table {
+        title: "Early loss".into(),
+        columns: vec![Column::new(
+            "training loss, round 3",
+            Metric::AtRound(Field::TrainLoss, 3),
+            TEN_PERCENT,
+        )],
+        no_paper: Some("curves only".into()),
+        claim: Some(Claim {
+            method: "ifca",
+            like: None,
+            beats: &["global"],
+        }),
+        ..Default::default()
+    }];
+    harness::run(&exp, &options(&out)).unwrap();
+    let loss_at_round_3 = |method: &str| -> f64 {
+        let path = out.join(format!("runs/low/{method}/seed-1/metrics.csv"));
+        let text = std::fs::read_to_string(path).unwrap();
+        let header: Vec<&str> = text.lines().next().unwrap().split(',').collect();
+        let column = header.iter().position(|h| *h == "train_loss").unwrap();
+        let row = text.lines().find(|l| l.starts_with("2,")).unwrap();
+        row.split(',').nth(column).unwrap().parse().unwrap()
+    };
+    let (ifca, global) = (loss_at_round_3("ifca"), loss_at_round_3("global"));
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(report.contains(&format!("{ifca:.4}")), "{report}");
+    assert!(report.contains(&format!("{global:.4}")), "{report}");
+    let expected = if ifca < global {
+        format!(
+            "σ = 0.1: reproduced (IFCA {ifca:.4} over 1 seed(s); better than global {global:.4})"
+        )
+    } else {
+        format!(
+            "σ = 0.1: not reproduced (IFCA {ifca:.4} over 1 seed(s); not better than global {global:.4})"
+        )
+    };
+    assert!(report.contains(&expected), "{expected}\n{report}");
+    let _ = std::fs::remove_dir_all(&out);
 }
 
 /// A family tuned over K by parameter error (lower is better): its headline

@@ -175,7 +175,7 @@ pub fn experiment(p: &Protocol) -> Experiment {
                 no_paper: Some(FIGURES_ONLY.into()),
                 claim: Some(Claim {
                     method: "two-phase",
-                    like: "oracle",
+                    like: Some("oracle"),
                     beats: &["fedavg", "one-shot", "ifca"],
                 }),
                 ..Default::default()

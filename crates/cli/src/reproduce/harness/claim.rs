@@ -5,18 +5,19 @@
 
 use std::fmt::Write as _;
 
-use super::report::mean_std;
+use super::report::{digits, mean_std};
 use super::spec::{Column, Experiment};
 
 /// "`method` matches `like` and beats each of `beats`", on a table's first
 /// column: matching is the column's tolerance between the two means over
-/// seeds, beating is a better mean (by the metric's direction).
+/// seeds, beating is a better mean (by the metric's direction). Without
+/// `like` the claim is only "beats each of `beats`".
 #[derive(Debug, Clone, Copy)]
 pub struct Claim {
     /// The method the paper proposes (a method key).
     pub method: &'static str,
-    /// The reference it should match (a method key), e.g. the oracle.
-    pub like: &'static str,
+    /// The reference it should match (a method key), e.g. the oracle, if any.
+    pub like: Option<&'static str>,
     /// The baselines it should beat (method keys).
     pub beats: &'static [&'static str],
 }
@@ -33,26 +34,39 @@ impl Claim {
     ) -> Option<String> {
         let index = |key: &str| exp.methods.iter().position(|m| m.key == key);
         let label = |i: usize| exp.methods[i].label;
-        let (ours, like) = (index(self.method)?, index(self.like)?);
+        let ours = index(self.method)?;
+        let like = match self.like {
+            Some(key) => Some(index(key)?),
+            None => None,
+        };
         let higher = column.metric.higher_is_better();
         let better = |a: f64, b: f64| if higher { a > b } else { a < b };
+        let d = digits(column.metric);
         let mean = |s, m| {
             let v: Vec<f64> = values(s, m);
             (!v.is_empty()).then(|| (mean_std(&v).0, v.len()))
         };
         let (mut held, mut settings, mut text) = (0, 0, String::new());
         for (s, setting) in exp.settings.iter().enumerate() {
-            let (Some((o, seeds)), Some((l, _))) = (mean(s, ours), mean(s, like)) else {
+            let Some((o, seeds)) = mean(s, ours) else {
                 continue;
             };
+            // The reference's mean, where the claim has one.
+            let reference = match like {
+                Some(l) => match mean(s, l) {
+                    Some((v, _)) => Some((l, v)),
+                    None => continue,
+                },
+                None => None,
+            };
             settings += 1;
-            let matches = column.tolerance.holds(o, l);
+            let matches = reference.is_none_or(|(_, l)| column.tolerance.holds(o, l));
             let mut lost = Vec::new();
             let mut won = Vec::new();
             for key in self.beats {
                 let Some(b) = index(key) else { continue };
                 if let Some((v, _)) = mean(s, b) {
-                    let entry = format!("{} {v:.2}", label(b));
+                    let entry = format!("{} {v:.d$}", label(b));
                     if better(o, v) {
                         won.push(entry)
                     } else {
@@ -62,16 +76,22 @@ impl Claim {
             }
             let ok = matches && lost.is_empty();
             held += usize::from(ok);
+            let against = match reference {
+                Some((l, v)) => format!(
+                    " against {} {v:.d$} over {seeds} seed(s), {} {}",
+                    label(l),
+                    if matches { "within" } else { "more than" },
+                    column.tolerance.describe()
+                ),
+                None => format!(" over {seeds} seed(s)"),
+            };
             let _ = write!(
                 text,
-                "{}{}: {} ({} {o:.2} against {} {l:.2} over {seeds} seed(s), {} {}{})",
+                "{}{}: {} ({} {o:.d$}{against}{})",
                 if text.is_empty() { "" } else { "; " },
                 setting.label,
                 if ok { "reproduced" } else { "not reproduced" },
                 label(ours),
-                label(like),
-                if matches { "within" } else { "more than" },
-                column.tolerance.describe(),
                 match (won.is_empty(), lost.is_empty()) {
                     (_, false) => format!("; not better than {}", lost.join(", ")),
                     (false, true) => format!("; better than {}", won.join(", ")),
@@ -128,7 +148,7 @@ mod tests {
         let column = Column::new("test error %", Metric::Final(Field::TestError), POINTS);
         let claim = Claim {
             method: "ours",
-            like: "oracle",
+            like: Some("oracle"),
             beats: &["fedavg"],
         };
         // Setting A: ours 11 vs oracle 10 (within 1.5), FedAvg 20: holds.
@@ -168,6 +188,25 @@ mod tests {
         let v = claim.verdict(&exp, &acc, values).expect("runs exist");
         assert!(
             v.contains("A: not reproduced") && v.contains("not better than FedAvg 20.00"),
+            "{v}"
+        );
+        // Without a reference the claim is only the ordering.
+        let beats_only = Claim {
+            like: None,
+            ..claim
+        };
+        let v = beats_only
+            .verdict(&exp, &column, values)
+            .expect("runs exist");
+        assert!(v.starts_with("partly reproduced"), "{v}");
+        assert!(
+            v.contains("A: reproduced (ours 11.00 over 2 seed(s); better than FedAvg 20.00)"),
+            "{v}"
+        );
+        assert!(
+            v.contains(
+                "B: not reproduced (ours 30.00 over 1 seed(s); not better than FedAvg 25.00)"
+            ),
             "{v}"
         );
         // No runs of the reference: no verdict.

@@ -461,11 +461,12 @@ fn file_stem(name: &str) -> String {
 }
 
 /// Decimals to show for `metric`.
-fn digits(metric: Metric) -> usize {
+pub(crate) fn digits(metric: Metric) -> usize {
     use super::spec::Field;
     match metric {
         Metric::Final(f)
         | Metric::AtEval(f, _)
+        | Metric::AtRound(f, _)
         | Metric::BestReplica(f)
         | Metric::MeanOverLast(f, _) => match f {
             Field::ParamError | Field::TestLoss | Field::TrainLoss => 4,

@@ -287,6 +287,9 @@ pub enum Metric {
     Final(Field),
     /// The value after the round the config's `eval_at[i]` names.
     AtEval(Field, usize),
+    /// The value after round `r` (counted from 1), for a curve the paper
+    /// compares at a round (`None` where the run has no value there).
+    AtRound(Field, usize),
     /// The lowest final value over the replicas that did not diverge.
     BestReplica(Field),
     /// IFCA Fig. 3: 1 when the best replica's parameter error is below
@@ -313,6 +316,7 @@ impl Metric {
         match self {
             Metric::Final(f)
             | Metric::AtEval(f, _)
+            | Metric::AtRound(f, _)
             | Metric::BestReplica(f)
             | Metric::MeanOverLast(f, _) => f.higher_is_better(),
             Metric::IfcaSuccess { .. } => true,

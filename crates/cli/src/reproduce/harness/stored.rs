@@ -111,6 +111,12 @@ struct TimingRow {
 }
 
 impl Finished {
+    /// `field` after round `round` (counted from 1).
+    fn at_round(&self, field: Field, round: usize) -> Option<f64> {
+        let r = self.records.iter().find(|r| r.round + 1 == round)?;
+        field.of(r)
+    }
+
     /// Whether training diverged.
     pub fn diverged(&self) -> bool {
         self.summary.is_none()
@@ -120,11 +126,8 @@ impl Finished {
     pub fn value(&self, metric: Metric) -> Option<f64> {
         match metric {
             Metric::Final(field) => self.records.last().and_then(|r| field.of(r)),
-            Metric::AtEval(field, i) => {
-                let round = *self.config.eval_at.get(i)?;
-                let r = self.records.iter().find(|r| r.round + 1 == round)?;
-                field.of(r)
-            }
+            Metric::AtEval(field, i) => self.at_round(field, *self.config.eval_at.get(i)?),
+            Metric::AtRound(field, round) => self.at_round(field, round),
             Metric::BestReplica(field) => self.best_replica(field),
             Metric::MeanOverLast(field, last) => {
                 let tail = &self.records[self.records.len().saturating_sub(last)..];
