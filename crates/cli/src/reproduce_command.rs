@@ -42,6 +42,10 @@ pub struct GridArgs {
     /// Run only this method (repeatable).
     #[arg(long = "only-method", value_name = "KEY")]
     pub only_methods: Vec<String>,
+    /// Run only this seed, one of 1..=--seeds (repeatable): splits a grid's seeds
+    /// between processes sharing one --out.
+    #[arg(long = "only-seed", value_name = "SEED")]
+    pub only_seeds: Vec<u64>,
 }
 
 /// The flags of the experiments on real data.
@@ -129,6 +133,7 @@ impl GridArgs {
             threads: self.output.threads,
             only_settings: self.only_settings,
             only_methods: self.only_methods,
+            only_seeds: self.only_seeds,
         };
         (protocol, options)
     }

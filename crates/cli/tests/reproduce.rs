@@ -315,7 +315,38 @@ fn unknown_settings_and_methods_are_refused_with_the_known_ones() {
         e.contains("--only-setting mid") && e.contains("low, high"),
         "{e}"
     );
+    let o = RunOptions {
+        only_seeds: vec![3],
+        ..options(&out)
+    };
+    let e = format!("{:#}", harness::run(&experiment(2, 5), &o).unwrap_err());
+    assert!(
+        e.contains("--only-seed 3") && e.contains("seeds 1 to 2"),
+        "{e}"
+    );
     assert!(!out.exists());
+}
+
+/// `--only-seed` runs that seed alone, so two processes can share a grid's
+/// seeds; the report still covers every finished run.
+#[test]
+fn only_the_seeds_asked_for_are_run() {
+    let out = temp_dir("only-seed");
+    let o = RunOptions {
+        only_seeds: vec![2],
+        only_methods: vec!["ifca".into()],
+        ..options(&out)
+    };
+    harness::run(&experiment(2, 5), &o).unwrap();
+    let runs: Vec<PathBuf> = finished(&out).into_iter().map(|r| r.0).collect();
+    assert_eq!(
+        runs,
+        [
+            out.join("runs/high/ifca/seed-2"),
+            out.join("runs/low/ifca/seed-2")
+        ]
+    );
+    let _ = std::fs::remove_dir_all(&out);
 }
 
 /// A column read at a round takes that round's row of `metrics.csv`, and a

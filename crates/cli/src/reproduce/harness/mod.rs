@@ -39,6 +39,8 @@ pub struct RunOptions {
     pub only_settings: Vec<String>,
     /// Only these methods, by key (all when empty).
     pub only_methods: Vec<String>,
+    /// Only these seeds, each within `1..=seeds` (all when empty).
+    pub only_seeds: Vec<u64>,
 }
 
 /// One cell of the grid: a (setting, method, seed).
@@ -134,12 +136,23 @@ impl Experiment {
                 );
             }
         }
+        let seeds = 1..=self.seeds as u64;
+        if let Some(bad) = o.only_seeds.iter().find(|s| !seeds.contains(s)) {
+            bail!(
+                "--only-seed {bad}: {} runs seeds 1 to {} here (raise --seeds to add more)",
+                self.name,
+                self.seeds
+            );
+        }
         let mut cells = Vec::new();
         for (si, setting) in self.settings.iter().enumerate() {
             if !pick(&o.only_settings, &setting.key) {
                 continue;
             }
-            for seed in 1..=self.seeds as u64 {
+            for seed in seeds.clone() {
+                if !o.only_seeds.is_empty() && !o.only_seeds.contains(&seed) {
+                    continue;
+                }
                 for (mi, method) in self.methods.iter().enumerate() {
                     if pick(&o.only_methods, method.key) {
                         cells.push(Cell {
