@@ -37,11 +37,13 @@ fn size(m: usize, n: usize) -> Setting {
     }
 }
 
-fn common(p: &Protocol, rounds: usize) -> Vec<String> {
-    let mut o = vec![format!(
-        "rounds={}",
-        p.rounds.unwrap_or(if p.quick { 3 } else { rounds })
-    )];
+/// The rounds a run takes: `--rounds`, 3 with `--quick`, else the paper's.
+fn rounds(p: &Protocol, paper: usize) -> usize {
+    p.rounds.unwrap_or(if p.quick { 3 } else { paper })
+}
+
+fn common(p: &Protocol, paper_rounds: usize) -> Vec<String> {
+    let mut o = vec![format!("rounds={}", rounds(p, paper_rounds))];
     if p.quick {
         o.push("eval_every?=1".into());
         o.push(format!("local_eval_models={QUICK_LOCAL_MODELS}"));
@@ -120,12 +122,12 @@ pub fn cflmgd_table2(p: &Protocol) -> Experiment {
     )
     .with_paper(accuracy(&[None]));
     momentum.overrides.push("algorithm.clusters=1".into());
-    let rounds = p.rounds.unwrap_or(if p.quick { 3 } else { 300 });
+
     let mut setting = size(2400, 100);
     setting.paper = Some(FIG4_CLAIM.into());
     let full = !(p.quick || p.rounds.is_some());
     let mut tables = tables("Table 2");
-    tables.push(convergence(rounds));
+    tables.push(convergence(rounds(p, 300)));
     Experiment {
         name: "cflmgd-rotated-mnist",
         title: "CFL-MGD paper, Table 2 and Fig. 4: rotated MNIST".into(),
