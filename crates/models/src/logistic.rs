@@ -15,7 +15,7 @@
 //! gradients (`replicas·classes × dim`).
 
 use fedcluster_core::kernels::all_abs_below;
-use fedcluster_core::linalg::{MatMut, MatRef, add_product, matmul};
+use fedcluster_core::linalg::{MatMut, MatRef, add_product, matmul, step_then_forward};
 use fedcluster_core::model::{argmin_f64, gradient_descent};
 use fedcluster_core::params::{all_finite, axpy};
 use fedcluster_core::{Batch, Model, Rng, Targets, TensorSpec, Workspace};
@@ -89,11 +89,10 @@ impl LogisticRegression {
             false,
             1.0,
         );
+        let biases = models.chunks_exact(p).map(|m| &m[c * d..]);
         for row in z.chunks_exact_mut(width) {
-            for (zk, m) in row.chunks_exact_mut(c).zip(models.chunks_exact(p)) {
-                for (v, b) in zk.iter_mut().zip(&m[c * d..]) {
-                    *v += b;
-                }
+            for (zk, b) in row.chunks_exact_mut(c).zip(biases.clone()) {
+                add_bias(zk, b);
             }
         }
     }
@@ -124,9 +123,15 @@ impl LogisticRegression {
         ws: &mut Workspace,
     ) -> f64 {
         let mut start = f64::NAN;
+        let mut logits_ready = false;
         for step in 0..steps {
-            // Only the first loss is returned; later ones are only tested.
-            let loss = self.step(params, batch, lr, grad, ws, step == 0);
+            let plan = StepPlan {
+                // Only the first loss is returned; later ones are only tested.
+                value: step == 0,
+                logits_ready,
+                last: step + 1 == steps,
+            };
+            let (loss, next_ready) = self.step(params, batch, lr, grad, ws, plan);
             if !loss.is_finite() {
                 // The value `gradient_descent` returns (`params` are untouched).
                 return if step == 0 {
@@ -138,6 +143,7 @@ impl LogisticRegression {
             if step == 0 {
                 start = loss;
             }
+            logits_ready = next_ready;
         }
         if all_finite(params) { start } else { f64::NAN }
     }
@@ -146,7 +152,10 @@ impl LogisticRegression {
     /// into `grad` then `axpy`, and its return value; a non-finite loss leaves
     /// `params` untouched. For one- or two-sample clients the weights' update
     /// is fused with the product that forms their gradient
-    /// ([`fedcluster_core::linalg::add_product`]).
+    /// ([`fedcluster_core::linalg::add_product`]) and, unless the step is the
+    /// last, with the next step's logits
+    /// ([`fedcluster_core::linalg::step_then_forward`], where it runs); the
+    /// second value says whether workspace buffer 0 now holds those logits.
     fn step(
         &self,
         params: &mut [f32],
@@ -154,32 +163,40 @@ impl LogisticRegression {
         lr: f32,
         grad: &mut [f32],
         ws: &mut Workspace,
-        value: bool,
-    ) -> f64 {
+        plan: StepPlan,
+    ) -> (f64, bool) {
         let (c, d) = (self.classes, self.dim);
         let Some(y) = self.targets(batch) else {
-            return f64::NAN;
+            return (f64::NAN, false);
         };
-        let (loss, z) = self.residuals(params, batch.x, y, ws, value);
+        let (loss, z) = self.residuals(params, batch.x, y, ws, plan.value, plan.logits_ready);
         if !loss.is_finite() {
-            return loss;
+            return (loss, false);
         }
         let s = inv_len(y.len()) as f32;
         let (pw, pb) = params.split_at_mut(c * d);
         let (gw, gb) = grad.split_at_mut(c * d);
-        let (zt, x) = self.backward_operands(z, batch.x);
-        if !add_product(MatMut::row_major(pw, c, d), -lr, zt, x, s) {
-            matmul(MatMut::row_major(gw, c, d), zt, x, false, s);
-            axpy(-lr, gw, pw);
-        }
+        // The bias gradient first: the fused step overwrites the residuals.
         bias_grad(z, c, 0, s, gb);
+        let forwarded = !plan.last && step_then_forward(pw, d, -lr, batch.x, s, z);
+        if !forwarded {
+            let (zt, x) = self.backward_operands(z, batch.x);
+            if !add_product(MatMut::row_major(pw, c, d), -lr, zt, x, s) {
+                matmul(MatMut::row_major(gw, c, d), zt, x, false, s);
+                axpy(-lr, gw, pw);
+            }
+        }
         axpy(-lr, gb, pb);
-        loss
+        if forwarded {
+            add_bias(z, pb);
+        }
+        (loss, forwarded)
     }
 
     /// The logits of `x` overwritten by the residuals `Δ = softmax - onehot(y)`
-    /// (workspace buffer 0), and the mean loss if `value`, else `0.0` where it
-    /// is finite and NaN where it is not.
+    /// (workspace buffer 0, where the logits already are if `logits_ready`),
+    /// and the mean loss if `value`, else `0.0` where it is finite and NaN
+    /// where it is not.
     fn residuals<'w>(
         &self,
         params: &[f32],
@@ -187,6 +204,7 @@ impl LogisticRegression {
         y: &[u32],
         ws: &'w mut Workspace,
         value: bool,
+        logits_ready: bool,
     ) -> (f64, &'w mut [f32]) {
         assert_eq!(
             params.len(),
@@ -195,7 +213,9 @@ impl LogisticRegression {
         );
         let n = y.len();
         let [z, ..] = ws.slices([n * self.classes, 0, 0, 0]);
-        self.logits(x, params, 1, &mut [], z);
+        if !logits_ready {
+            self.logits(x, params, 1, &mut [], z);
+        }
         let mut loss = 0.0;
         for (zi, &yi) in z.chunks_exact_mut(self.classes).zip(y) {
             let parts = softmax_minus_onehot_parts(zi, yi);
@@ -229,6 +249,27 @@ impl LogisticRegression {
         let s = inv_len(y.len());
         for o in out {
             *o *= s;
+        }
+    }
+}
+
+/// What a step of [`LogisticRegression::descend_on_finite_loss`] is asked
+/// for and starts from.
+#[derive(Clone, Copy)]
+struct StepPlan {
+    /// Whether to compute the loss's value (else only whether it is finite).
+    value: bool,
+    /// Whether workspace buffer 0 holds the logits of the current parameters.
+    logits_ready: bool,
+    /// Whether no step follows (so no logits are formed for one).
+    last: bool,
+}
+
+/// `z[row, j] += bias[j]` for every row of `bias.len()` logits.
+fn add_bias(z: &mut [f32], bias: &[f32]) {
+    for row in z.chunks_exact_mut(bias.len()) {
+        for (v, b) in row.iter_mut().zip(bias) {
+            *v += b;
         }
     }
 }
@@ -380,7 +421,7 @@ impl Model for LogisticRegression {
             grad.fill(f32::NAN);
             return f64::NAN;
         };
-        let (loss, z) = self.residuals(params, batch.x, y, ws, true);
+        let (loss, z) = self.residuals(params, batch.x, y, ws, true, false);
         let s = inv_len(y.len()) as f32;
         let (gw, gb) = grad.split_at_mut(c * d);
         let (zt, x) = self.backward_operands(z, batch.x);

@@ -209,6 +209,20 @@ fn train_takes_the_steps_of_plain_gradient_descent_bit_for_bit() {
     let mut grad = vec![0.0; m.num_params()];
     let want = gradient_descent(&m, &mut plain, b, 0.5, 5, &mut grad, &mut ws);
     assert_eq!((got.to_bits(), &fast), (want.to_bits(), &plain));
+    // The small-clients shape, one and two samples: the update is fused with
+    // the next step's logits too, where the CPU runs that.
+    let wide = LogisticRegression::new(196, 10).unwrap();
+    for n in [1, 2] {
+        let (x, yn) = (normal(&mut rng, n * 196, 1.0), classes(&mut rng, n, 10));
+        let b = Batch::new(&x, Targets::Class(&yn), 196).unwrap();
+        let start = normal(&mut rng, wide.num_params(), 0.1);
+        let (mut fast, mut plain) = (start.clone(), start);
+        let mut ws = Workspace::default();
+        let got = wide.train(&mut fast, b, 0.1, 5, &mut ws);
+        let mut grad = vec![0.0; wide.num_params()];
+        let want = gradient_descent(&wide, &mut plain, b, 0.1, 5, &mut grad, &mut ws);
+        assert_eq!((got.to_bits(), &fast), (want.to_bits(), &plain), "n {n}");
+    }
     let x = normal(&mut rng, 12, 1.0);
     let b = Batch::new(&x, Targets::Class(&y), 6).unwrap();
     assert!(m.gradient_is_finite_with_loss(b, 5));

@@ -113,7 +113,13 @@ impl Gevv<'_, '_, '_> {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 fn gevv_avx2(job: Gevv<'_, '_, '_>) {
-    job.run(row_portable);
+    // A closure, not the function item: a closure inherits this function's
+    // target features, so the inlined portable body is compiled for AVX2;
+    // `row_portable` passed as an item is called through a shim compiled for
+    // the baseline (SSE2): the small-clients round took 0.57 ms that way on
+    // an AVX2 machine, 0.42 ms this way.
+    #[allow(clippy::redundant_closure)]
+    job.run(|out, row| row_portable(out, row));
 }
 
 #[cfg(target_arch = "x86_64")]

@@ -9,16 +9,17 @@
 //! lane for lane the same operations: the same bits.
 
 use super::super::{MatMut, MatRef};
+use super::has_avx512;
 
 /// FMA lanes of `gemm`'s AVX2 kernels.
-const LANES: usize = 8;
+pub(super) const LANES: usize = 8;
 /// Columns per block of a row pair with AVX-512: their 12 accumulators, the
 /// pair and a column take 14 of the 32 vector registers.
 const PAIR_COLUMNS: usize = 12;
 
 /// Row `t`: the first `t` lanes on.
 #[cfg(target_arch = "x86_64")]
-static TAIL_MASKS: [[i32; LANES]; LANES + 1] = {
+pub(super) static TAIL_MASKS: [[i32; LANES]; LANES + 1] = {
     let mut masks = [[0; LANES]; LANES + 1];
     let mut t = 0;
     while t <= LANES {
@@ -160,18 +161,6 @@ fn pair_block_of<'s, const C: usize>(
     hand_out(sums, &mut |r, q, v| put(r, j + q, v));
 }
 
-/// Whether two rows can share a 16-lane register.
-fn has_avx512() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        std::is_x86_feature_detected!("avx512f")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
-}
-
 /// `Σ_p x_p y_p` for every row `x` of `xs` and `y` of `ys`, in `gemm`'s
 /// horizontal order (see the module documentation).
 pub(super) fn dots<const R: usize, const C: usize>(
@@ -288,7 +277,7 @@ fn dots_pair_avx512<const C: usize>(xs: [&[f32]; 2], ys: [&[f32]; C]) -> [[f32; 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx")]
 #[inline]
-fn sum_lanes(a: std::arch::x86_64::__m256) -> f32 {
+pub(super) fn sum_lanes(a: std::arch::x86_64::__m256) -> f32 {
     use std::arch::x86_64::*;
     let half = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps::<1>(a));
     let quarter = _mm_add_ps(half, _mm_movehl_ps(half, half));

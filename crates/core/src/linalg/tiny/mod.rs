@@ -20,8 +20,10 @@
 //!   from `a`). [`gevv`] computes them.
 //!
 //! Only products that overwrite `c` come here; everything else goes to
-//! `gemm`. `tests` checks every path against `gemm` itself.
+//! `gemm`. `tests` checks every path against `gemm` itself. [`fused`] runs a
+//! `gevv` weight update and the horizontal product after it in one pass.
 
+mod fused;
 mod gevv;
 mod horizontal;
 #[cfg(test)]
@@ -62,9 +64,58 @@ pub(super) fn add_product(
     !takes_horizontal_path(y, a, b) && gevv(y, a, b, scale, Sink::AddScaled(alpha))
 }
 
+/// `w += alpha (scale Δᵀ x)` then `z <- x wᵀ` (`w`: `rows x dim`, `x`: `n x
+/// dim`, `z`: `n x rows`, all row-major; `z` holds `Δ` on entry) where
+/// [`add_product`] takes the `gevv` shortcut and [`matmul`] the horizontal
+/// one: one or two samples, `dim >= 2` (for `dim = 1`, `rows = 1` the update
+/// is a horizontal product too) and the CPU has FMA; `false`, nothing
+/// touched, elsewhere.
+pub(super) fn step_then_forward(
+    w: &mut [f32],
+    dim: usize,
+    alpha: f32,
+    x: &[f32],
+    scale: f32,
+    z: &mut [f32],
+) -> bool {
+    let (n, rows) = (x.len() / dim.max(1), w.len() / dim.max(1));
+    let shortcuts = has_fma()
+        && (n == 1 || n == 2)
+        && (2..=HORIZONTAL_DEPTH).contains(&dim)
+        && rows >= 1
+        && n * rows <= HORIZONTAL_OUTPUTS;
+    if !shortcuts {
+        return false;
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        let samples = [&x[..dim], &x[(n - 1) * dim..][..dim]];
+        // SAFETY: `has_fma` checked the CPU; the caller checked the lengths.
+        unsafe { fused::step_then_forward(w, dim, alpha, samples, n, scale, z) };
+        true
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (alpha, scale, z);
+        false
+    }
+}
+
 /// Whether `matmul` computes `c` by horizontal dot products.
 fn takes_horizontal_path(c: &MatMut<'_>, a: &MatRef<'_>, b: &MatRef<'_>) -> bool {
     has_fma() && a.col_stride == 1 && b.row_stride == 1 && c.rows * c.cols <= HORIZONTAL_OUTPUTS
+}
+
+/// Whether the CPU has AVX-512F.
+pub(super) fn has_avx512() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::is_x86_feature_detected!("avx512f")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
 }
 
 /// Whether `gemm` runs its FMA (AVX2) kernels here, and so can we.

@@ -120,3 +120,45 @@ fn the_portable_dot_is_the_fma_dot() {
         );
     }
 }
+
+#[test]
+fn a_step_then_forward_gives_the_bits_of_add_product_then_matmul() {
+    let mut fused = 0;
+    for rows in [1, 3, 10, 16] {
+        for dim in [1, 2, 7, 8, 9, 196, 200] {
+            for n in [1, 2, 3] {
+                let x = values(n * dim, 8);
+                let start = values(rows * dim, 9);
+                // Residuals of either sign, some exactly zero.
+                let delta: Vec<f32> = values(n * rows, 10)
+                    .iter()
+                    .enumerate()
+                    .map(|(i, v)| if i % 5 == 3 { 0.0 } else { *v })
+                    .collect();
+                let (alpha, scale) = (-0.1, 1.0 / n as f32);
+                let (mut w, mut z) = (start.clone(), delta.clone());
+                if !step_then_forward(&mut w, dim, alpha, &x, scale, &mut z) {
+                    assert_eq!((&w, &z), (&start, &delta), "declined, so untouched");
+                    continue;
+                }
+                fused += 1;
+                let mut want_w = start.clone();
+                let dt = MatRef::row_major(&delta, n, rows).t();
+                let xs = MatRef::row_major(&x, n, dim);
+                let view = MatMut::row_major(&mut want_w, rows, dim);
+                assert!(super::super::add_product(view, alpha, dt, xs, scale));
+                let mut want_z = vec![f32::NAN; n * rows];
+                let wt = MatRef::row_major(&want_w, rows, dim).t();
+                super::super::matmul(MatMut::row_major(&mut want_z, n, rows), xs, wt, false, 1.0);
+                let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+                let shape = format!("rows={rows} dim={dim} n={n}");
+                assert_eq!(bits(&w), bits(&want_w), "weights, {shape}");
+                assert_eq!(bits(&z), bits(&want_z), "products, {shape}");
+            }
+        }
+    }
+    // Every shape with one or two samples and `dim >= 2`, where the CPU has FMA.
+    if has_fma() {
+        assert_eq!(fused, 4 * 6 * 2);
+    }
+}

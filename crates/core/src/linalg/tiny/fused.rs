@@ -1,0 +1,169 @@
+//! A one- or two-sample client's gradient step of a linear layer's weights
+//! fused with the next step's forward product, in one pass over the weights:
+//! each weight row is updated as `gevv` then `axpy` update it (see
+//! [`super::gevv`]) and, while its blocks are still in registers, dotted
+//! with the samples as the horizontal path forms `x wᵀ` (see
+//! [`super::horizontal`]): 8 FMA lanes, the tail zero-padded, the lanes
+//! summed in `gemm`'s order. The same bits as the two products, without
+//! reading the weights a second time.
+
+#[cfg(target_arch = "x86_64")]
+use super::horizontal::{LANES, TAIL_MASKS, sum_lanes};
+
+/// The step: `w` (`rows x dim`, row-major) `+= alpha (scale Δᵀ x)`, then
+/// `z <- x wᵀ`; `x` holds the samples (`n = 1` or `2` rows of `dim`), and
+/// `z` (`n x rows`, row-major) holds `Δ` on entry and the products on return.
+/// Weight rows go four at a time (then two, then one): a dot product's
+/// lanes are one chain of dependent FMAs, so a lone row would wait on their
+/// latency.
+///
+/// # Safety
+/// The CPU has AVX2 and FMA; `w` holds `rows · dim` values, every row of `x`
+/// `dim`, and `z` `n · rows`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+pub(super) unsafe fn step_then_forward(
+    w: &mut [f32],
+    dim: usize,
+    alpha: f32,
+    x: [&[f32]; 2],
+    n: usize,
+    scale: f32,
+    z: &mut [f32],
+) {
+    let rows = z.len() / n;
+    let samples = Samples {
+        y0: &x[0][..dim],
+        y1: &x[n - 1][..dim],
+        two: n == 2,
+        alpha,
+    };
+    let mut i = 0;
+    while i < rows {
+        let take = [GROUP, 2, 1]
+            .into_iter()
+            .find(|&g| rows - i >= g)
+            .unwrap_or(1);
+        let block = &mut w[i * dim..(i + take) * dim];
+        // Each row's residuals are read before its products overwrite them.
+        let residuals = &*z;
+        let s0 = |r: usize| scale * residuals[i + r];
+        let s1 = |r: usize| {
+            if samples.two {
+                scale * residuals[rows + i + r]
+            } else {
+                0.0
+            }
+        };
+        let mut products = [[0.0; 2]; GROUP];
+        // SAFETY: the caller's contract; `block` is `take` rows of `dim`.
+        unsafe {
+            match take {
+                GROUP => {
+                    let s = (std::array::from_fn(s0), std::array::from_fn(s1));
+                    products = samples.rows::<GROUP>(block, s.0, s.1);
+                }
+                2 => products[..2].copy_from_slice(&samples.rows::<2>(
+                    block,
+                    [s0(0), s0(1)],
+                    [s1(0), s1(1)],
+                )),
+                _ => products[0] = samples.rows::<1>(block, [s0(0)], [s1(0)])[0],
+            }
+        }
+        for (r, [p0, p1]) in products.into_iter().enumerate().take(take) {
+            z[i + r] = p0;
+            if samples.two {
+                z[rows + i + r] = p1;
+            }
+        }
+        i += take;
+    }
+}
+
+/// Weight rows updated and dotted together.
+#[cfg(target_arch = "x86_64")]
+const GROUP: usize = 4;
+
+/// The samples of a step and its step size.
+#[cfg(target_arch = "x86_64")]
+struct Samples<'x> {
+    y0: &'x [f32],
+    /// The second sample; the first again for one sample (then unused).
+    y1: &'x [f32],
+    two: bool,
+    alpha: f32,
+}
+
+#[cfg(target_arch = "x86_64")]
+impl Samples<'_> {
+    /// Updates the `R` rows of `w` (`R x dim`) with the scaled residuals
+    /// `s0` and `s1` (`gevv`'s `g = y1 s1 + y0 s0`, `w += alpha g`) and
+    /// returns each updated row's dot products with the two samples.
+    ///
+    /// # Safety
+    /// The CPU has AVX2 and FMA; `w` holds `R` rows of `self.y0.len()`.
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn rows<const R: usize>(
+        &self,
+        w: &mut [f32],
+        s0: [f32; R],
+        s1: [f32; R],
+    ) -> [[f32; 2]; R] {
+        use std::arch::x86_64::*;
+        let dim = self.y0.len();
+        let full = dim - dim % LANES;
+        let all = |v: [f32; R]| v.map(|s| _mm256_set1_ps(s));
+        let (s0_v, s1_v, alpha_v) = (all(s0), all(s1), _mm256_set1_ps(self.alpha));
+        let mut acc = [[_mm256_setzero_ps(); 2]; R];
+        let mut p = 0;
+        while p < full {
+            // SAFETY: `p + 8 <= dim`, within every row and sample.
+            unsafe {
+                let a = _mm256_loadu_ps(self.y0.as_ptr().add(p));
+                let b = _mm256_loadu_ps(self.y1.as_ptr().add(p));
+                for r in 0..R {
+                    let g = if self.two {
+                        _mm256_add_ps(_mm256_mul_ps(b, s1_v[r]), _mm256_mul_ps(a, s0_v[r]))
+                    } else {
+                        _mm256_mul_ps(a, s0_v[r])
+                    };
+                    let at = w.as_mut_ptr().add(r * dim + p);
+                    let updated = _mm256_add_ps(_mm256_loadu_ps(at), _mm256_mul_ps(alpha_v, g));
+                    _mm256_storeu_ps(at, updated);
+                    acc[r][0] = _mm256_fmadd_ps(a, updated, acc[r][0]);
+                    acc[r][1] = _mm256_fmadd_ps(b, updated, acc[r][1]);
+                }
+            }
+            p += LANES;
+        }
+        if full < dim {
+            // The tail's lanes, zeros above it as in the horizontal path's
+            // masked loads; updated entries above the tail are masked to zero
+            // too (and never stored).
+            // SAFETY: the mask table has a row per tail length 0..8, and the
+            // masked loads and stores touch only the `dim - full` values of
+            // each slice from `full`.
+            unsafe {
+                let mask = _mm256_loadu_si256(TAIL_MASKS[dim - full].as_ptr().cast());
+                let a = _mm256_maskload_ps(self.y0.as_ptr().add(full), mask);
+                let b = _mm256_maskload_ps(self.y1.as_ptr().add(full), mask);
+                for r in 0..R {
+                    let at = w.as_mut_ptr().add(r * dim + full);
+                    let g = if self.two {
+                        _mm256_add_ps(_mm256_mul_ps(b, s1_v[r]), _mm256_mul_ps(a, s0_v[r]))
+                    } else {
+                        _mm256_mul_ps(a, s0_v[r])
+                    };
+                    let sum =
+                        _mm256_add_ps(_mm256_maskload_ps(at, mask), _mm256_mul_ps(alpha_v, g));
+                    let updated = _mm256_and_ps(sum, _mm256_castsi256_ps(mask));
+                    _mm256_maskstore_ps(at, mask, updated);
+                    acc[r][0] = _mm256_fmadd_ps(a, updated, acc[r][0]);
+                    acc[r][1] = _mm256_fmadd_ps(b, updated, acc[r][1]);
+                }
+            }
+        }
+        acc.map(|[a0, a1]| [sum_lanes(a0), sum_lanes(a1)])
+    }
+}
