@@ -37,47 +37,18 @@ pub(super) unsafe fn step_then_forward(
         y1: &x[n - 1][..dim],
         two: n == 2,
         alpha,
+        scale,
     };
     let mut i = 0;
     while i < rows {
-        let take = [GROUP, 2, 1]
-            .into_iter()
-            .find(|&g| rows - i >= g)
-            .unwrap_or(1);
-        let block = &mut w[i * dim..(i + take) * dim];
-        // Each row's residuals are read before its products overwrite them.
-        let residuals = &*z;
-        let s0 = |r: usize| scale * residuals[i + r];
-        let s1 = |r: usize| {
-            if samples.two {
-                scale * residuals[rows + i + r]
-            } else {
-                0.0
+        // SAFETY: the caller's contract; each group's rows lie inside `w`.
+        i += unsafe {
+            match rows - i {
+                GROUP.. => samples.group::<GROUP>(w, z, i),
+                2 | 3 => samples.group::<2>(w, z, i),
+                _ => samples.group::<1>(w, z, i),
             }
         };
-        let mut products = [[0.0; 2]; GROUP];
-        // SAFETY: the caller's contract; `block` is `take` rows of `dim`.
-        unsafe {
-            match take {
-                GROUP => {
-                    let s = (std::array::from_fn(s0), std::array::from_fn(s1));
-                    products = samples.rows::<GROUP>(block, s.0, s.1);
-                }
-                2 => products[..2].copy_from_slice(&samples.rows::<2>(
-                    block,
-                    [s0(0), s0(1)],
-                    [s1(0), s1(1)],
-                )),
-                _ => products[0] = samples.rows::<1>(block, [s0(0)], [s1(0)])[0],
-            }
-        }
-        for (r, [p0, p1]) in products.into_iter().enumerate().take(take) {
-            z[i + r] = p0;
-            if samples.two {
-                z[rows + i + r] = p1;
-            }
-        }
-        i += take;
     }
 }
 
@@ -85,7 +56,7 @@ pub(super) unsafe fn step_then_forward(
 #[cfg(target_arch = "x86_64")]
 const GROUP: usize = 4;
 
-/// The samples of a step and its step size.
+/// The samples of a step, its step size and the residuals' scale.
 #[cfg(target_arch = "x86_64")]
 struct Samples<'x> {
     y0: &'x [f32],
@@ -93,10 +64,34 @@ struct Samples<'x> {
     y1: &'x [f32],
     two: bool,
     alpha: f32,
+    scale: f32,
 }
 
 #[cfg(target_arch = "x86_64")]
 impl Samples<'_> {
+    /// The step for the `R` weight rows from row `i` of `w`: their scaled
+    /// residuals read from `z`, then their products written over them.
+    /// Returns `R`.
+    ///
+    /// # Safety
+    /// As [`step_then_forward`]'s, and rows `i..i + R` exist.
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn group<const R: usize>(&self, w: &mut [f32], z: &mut [f32], i: usize) -> usize {
+        let (dim, rows) = (self.y0.len(), z.len() / if self.two { 2 } else { 1 });
+        let residual = |sample: usize, r: usize| self.scale * z[sample * rows + i + r];
+        let s0 = std::array::from_fn(|r| residual(0, r));
+        let s1 = std::array::from_fn(|r| if self.two { residual(1, r) } else { 0.0 });
+        // SAFETY: the caller's contract.
+        let products = unsafe { self.rows::<R>(&mut w[i * dim..(i + R) * dim], s0, s1) };
+        for (r, [p0, p1]) in products.into_iter().enumerate() {
+            z[i + r] = p0;
+            if self.two {
+                z[rows + i + r] = p1;
+            }
+        }
+        R
+    }
+
     /// Updates the `R` rows of `w` (`R x dim`) with the scaled residuals
     /// `s0` and `s1` (`gevv`'s `g = y1 s1 + y0 s0`, `w += alpha g`) and
     /// returns each updated row's dot products with the two samples.
@@ -115,6 +110,14 @@ impl Samples<'_> {
         let full = dim - dim % LANES;
         let all = |v: [f32; R]| v.map(|s| _mm256_set1_ps(s));
         let (s0_v, s1_v, alpha_v) = (all(s0), all(s1), _mm256_set1_ps(self.alpha));
+        // `gevv`'s row of the gradient for weight row `r`, unfused.
+        let gradient = |a: __m256, b: __m256, r: usize| {
+            if self.two {
+                _mm256_add_ps(_mm256_mul_ps(b, s1_v[r]), _mm256_mul_ps(a, s0_v[r]))
+            } else {
+                _mm256_mul_ps(a, s0_v[r])
+            }
+        };
         let mut acc = [[_mm256_setzero_ps(); 2]; R];
         let mut p = 0;
         while p < full {
@@ -123,11 +126,7 @@ impl Samples<'_> {
                 let a = _mm256_loadu_ps(self.y0.as_ptr().add(p));
                 let b = _mm256_loadu_ps(self.y1.as_ptr().add(p));
                 for r in 0..R {
-                    let g = if self.two {
-                        _mm256_add_ps(_mm256_mul_ps(b, s1_v[r]), _mm256_mul_ps(a, s0_v[r]))
-                    } else {
-                        _mm256_mul_ps(a, s0_v[r])
-                    };
+                    let g = gradient(a, b, r);
                     let at = w.as_mut_ptr().add(r * dim + p);
                     let updated = _mm256_add_ps(_mm256_loadu_ps(at), _mm256_mul_ps(alpha_v, g));
                     _mm256_storeu_ps(at, updated);
@@ -150,11 +149,7 @@ impl Samples<'_> {
                 let b = _mm256_maskload_ps(self.y1.as_ptr().add(full), mask);
                 for r in 0..R {
                     let at = w.as_mut_ptr().add(r * dim + full);
-                    let g = if self.two {
-                        _mm256_add_ps(_mm256_mul_ps(b, s1_v[r]), _mm256_mul_ps(a, s0_v[r]))
-                    } else {
-                        _mm256_mul_ps(a, s0_v[r])
-                    };
+                    let g = gradient(a, b, r);
                     let sum =
                         _mm256_add_ps(_mm256_maskload_ps(at, mask), _mm256_mul_ps(alpha_v, g));
                     let updated = _mm256_and_ps(sum, _mm256_castsi256_ps(mask));

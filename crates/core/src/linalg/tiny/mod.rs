@@ -64,12 +64,10 @@ pub(super) fn add_product(
     !takes_horizontal_path(y, a, b) && gevv(y, a, b, scale, Sink::AddScaled(alpha))
 }
 
-/// `w += alpha (scale Δᵀ x)` then `z <- x wᵀ` (`w`: `rows x dim`, `x`: `n x
-/// dim`, `z`: `n x rows`, all row-major; `z` holds `Δ` on entry) where
-/// [`add_product`] takes the `gevv` shortcut and [`matmul`] the horizontal
-/// one: one or two samples, `dim >= 2` (for `dim = 1`, `rows = 1` the update
-/// is a horizontal product too) and the CPU has FMA; `false`, nothing
-/// touched, elsewhere.
+/// [`super::step_then_forward`] where [`add_product`] takes the `gevv`
+/// shortcut and [`matmul`] the horizontal one: one or two samples, `dim >= 2`
+/// (for `dim = 1`, `rows = 1` the update is a horizontal product too) and
+/// the CPU has FMA; `false`, nothing touched, elsewhere.
 pub(super) fn step_then_forward(
     w: &mut [f32],
     dim: usize,
