@@ -125,13 +125,13 @@ impl Samples<'_> {
             unsafe {
                 let a = _mm256_loadu_ps(self.y0.as_ptr().add(p));
                 let b = _mm256_loadu_ps(self.y1.as_ptr().add(p));
-                for r in 0..R {
+                for (r, acc) in acc.iter_mut().enumerate() {
                     let g = gradient(a, b, r);
                     let at = w.as_mut_ptr().add(r * dim + p);
                     let updated = _mm256_add_ps(_mm256_loadu_ps(at), _mm256_mul_ps(alpha_v, g));
                     _mm256_storeu_ps(at, updated);
-                    acc[r][0] = _mm256_fmadd_ps(a, updated, acc[r][0]);
-                    acc[r][1] = _mm256_fmadd_ps(b, updated, acc[r][1]);
+                    acc[0] = _mm256_fmadd_ps(a, updated, acc[0]);
+                    acc[1] = _mm256_fmadd_ps(b, updated, acc[1]);
                 }
             }
             p += LANES;
@@ -147,15 +147,15 @@ impl Samples<'_> {
                 let mask = _mm256_loadu_si256(TAIL_MASKS[dim - full].as_ptr().cast());
                 let a = _mm256_maskload_ps(self.y0.as_ptr().add(full), mask);
                 let b = _mm256_maskload_ps(self.y1.as_ptr().add(full), mask);
-                for r in 0..R {
+                for (r, acc) in acc.iter_mut().enumerate() {
                     let at = w.as_mut_ptr().add(r * dim + full);
                     let g = gradient(a, b, r);
                     let sum =
                         _mm256_add_ps(_mm256_maskload_ps(at, mask), _mm256_mul_ps(alpha_v, g));
                     let updated = _mm256_and_ps(sum, _mm256_castsi256_ps(mask));
                     _mm256_maskstore_ps(at, mask, updated);
-                    acc[r][0] = _mm256_fmadd_ps(a, updated, acc[r][0]);
-                    acc[r][1] = _mm256_fmadd_ps(b, updated, acc[r][1]);
+                    acc[0] = _mm256_fmadd_ps(a, updated, acc[0]);
+                    acc[1] = _mm256_fmadd_ps(b, updated, acc[1]);
                 }
             }
         }
