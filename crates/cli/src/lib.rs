@@ -19,3 +19,4 @@ pub mod reproduce;
 pub mod reproduce_command;
 pub mod rundir;
 pub mod table;
+pub mod whole_file;

@@ -5,6 +5,8 @@ use std::path::Path;
 use anyhow::{Result, anyhow};
 use plotters::prelude::*;
 
+use crate::whole_file::write_whole;
+
 /// Series longer than this are drawn without point markers.
 pub const MARKER_LIMIT: usize = 60;
 
@@ -16,9 +18,23 @@ pub struct Series {
     pub points: Vec<(f64, f64)>,
 }
 
-/// Draws `series` as lines into an SVG file, with markers on series of at most
-/// [`MARKER_LIMIT`] points (beyond that they only bloat the file).
+/// Draws `series` as lines into an SVG file (written whole or not at all),
+/// with markers on series of at most [`MARKER_LIMIT`] points (beyond that they
+/// only bloat the file).
 pub fn line_chart(
+    path: &Path,
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    series: &[Series],
+) -> Result<()> {
+    let mut svg = String::new();
+    draw(&mut svg, path, title, x_label, y_label, series)?;
+    write_whole(path, svg.as_bytes())
+}
+
+fn draw(
+    svg: &mut String,
     path: &Path,
     title: &str,
     x_label: &str,
@@ -29,7 +45,7 @@ pub fn line_chart(
     let ys = series.iter().flat_map(|s| s.points.iter().map(|p| p.1));
     let (x0, x1) = bounds(xs);
     let (y0, y1) = bounds(ys);
-    let root = SVGBackend::new(path, (720, 480)).into_drawing_area();
+    let root = SVGBackend::with_string(svg, (720, 480)).into_drawing_area();
     let err = |e: &dyn std::fmt::Display| anyhow!("cannot draw {}: {e}", path.display());
     root.fill(&WHITE).map_err(|e| err(&e))?;
     let mut chart = ChartBuilder::on(&root)

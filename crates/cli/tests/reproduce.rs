@@ -5,12 +5,14 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
 
 use fedcluster_cli::reproduce::harness::{
     self, Claim, Column, ConfigFile, Experiment, Field, Layout, Method, Metric, Paper, Plot,
     RunOptions, Setting, TEN_PERCENT, Table, Tolerance, Tuned,
 };
+use fedcluster_data::DataView;
 
 const BASE: ConfigFile = ConfigFile {
     path: "test.toml",
@@ -346,6 +348,77 @@ fn only_the_seeds_asked_for_are_run() {
             out.join("runs/low/ifca/seed-2")
         ]
     );
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+/// The run "another command" saves while `a_run_saved_by_another_command_meanwhile_is_reported`
+/// runs: (where it was saved, where it appears).
+static ANOTHER_COMMANDS_RUN: Mutex<Option<(PathBuf, PathBuf)>> = Mutex::new(None);
+
+/// Stands for a second `fedcluster reproduce` sharing the output directory:
+/// the first time the harness derives overrides from a data set (as its first
+/// run starts), a finished run of the other command appears.
+fn another_command_saves_a_run(_: &DataView<'_>) -> Vec<String> {
+    if let Some((from, to)) = ANOTHER_COMMANDS_RUN.lock().unwrap().take() {
+        copy_dir(&from, &to);
+    }
+    Vec::new()
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap().flatten() {
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+/// Two commands share `--out` (one per core): the one finishing last reports
+/// the other's runs too, even those saved after it started, and no report
+/// file is left half-written.
+#[test]
+fn a_run_saved_by_another_command_meanwhile_is_reported() {
+    let (other, out) = (temp_dir("other-command"), temp_dir("this-command"));
+    let one_cell = RunOptions {
+        only_settings: vec!["low".into()],
+        only_methods: vec!["ifca".into()],
+        only_seeds: vec![2],
+        ..options(&other)
+    };
+    harness::run(&experiment(2, 5), &one_cell).unwrap();
+    let run = "runs/low/ifca/seed-2";
+    *ANOTHER_COMMANDS_RUN.lock().unwrap() = Some((other.join(run), out.join(run)));
+    let mut this = experiment(2, 5);
+    this.from_data = Some(another_command_saves_a_run);
+    let seed_one = RunOptions {
+        only_seeds: vec![1],
+        ..options(&out)
+    };
+    harness::run(&this, &seed_one).unwrap();
+    assert!(
+        ANOTHER_COMMANDS_RUN.lock().unwrap().is_none(),
+        "never planted"
+    );
+
+    let results = std::fs::read_to_string(out.join("results.csv")).unwrap();
+    assert_eq!(results.lines().count(), 1 + 2 * 3 + 1, "{results}");
+    assert!(
+        results.lines().any(|l| l.starts_with("low,ifca,2,")),
+        "{results}"
+    );
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(report.contains("7 finished runs"), "{report}");
+    let partial: Vec<_> = std::fs::read_dir(&out)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".partial"))
+        .collect();
+    assert!(partial.is_empty(), "{partial:?}");
+    let _ = std::fs::remove_dir_all(&other);
     let _ = std::fs::remove_dir_all(&out);
 }
 

@@ -179,11 +179,7 @@ pub fn run(exp: &Experiment, o: &RunOptions) -> Result<String> {
     };
     // Every finished run in `out`, selected or not, checked against this
     // command's protocol before anything runs.
-    let mut finished = Vec::new();
-    for cell in exp.saved_cells(&o.out)? {
-        let run = grid.check(&exp.run_dir(&o.out, &cell), &cell)?;
-        finished.push((cell, run));
-    }
+    grid.finished(&o.out)?;
     let todo: Vec<Cell> = selected
         .into_iter()
         .filter(|c| !stored::is_finished(&exp.run_dir(&o.out, c)))
@@ -216,11 +212,27 @@ pub fn run(exp: &Experiment, o: &RunOptions) -> Result<String> {
             }
             Err(e) => bail!("{label}: {e:#}"),
         }
-        finished.push((cell, stored::load(&dir)?));
         bar.inc(1);
     }
     bar.finish_and_clear();
+    // Another `fedcluster reproduce` may share `out` (one per core, say): the
+    // report is written from every run finished by now, under a lock, so the
+    // last report written counts every run saved before it.
+    let _lock = lock_reports(&o.out)?;
+    let finished = grid.finished(&o.out)?;
     report::write(exp, &o.out, &finished)
+}
+
+/// Holds `out/.report.lock` until dropped: one process at a time reads the
+/// finished runs and writes the report.
+fn lock_reports(out: &Path) -> Result<std::fs::File> {
+    std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
+    let path = out.join(".report.lock");
+    let file = std::fs::File::create(&path)
+        .with_context(|| format!("cannot create {}", path.display()))?;
+    file.lock()
+        .with_context(|| format!("cannot lock {}", path.display()))?;
+    Ok(file)
 }
 
 /// Resolves the grid's configs, keeping the last data set built.
@@ -233,6 +245,17 @@ struct Grid<'e> {
 }
 
 impl Grid<'_> {
+    /// Every finished run in `out`, each checked against this command's
+    /// protocol.
+    fn finished(&mut self, out: &Path) -> Result<Vec<(Cell, Finished)>> {
+        let mut finished = Vec::new();
+        for cell in self.exp.saved_cells(out)? {
+            let run = self.check(&self.exp.run_dir(out, &cell), &cell)?;
+            finished.push((cell, run));
+        }
+        Ok(finished)
+    }
+
     /// The finished run in `dir`, which must come from the protocol asked for
     /// now: averaging unlike runs would be wrong.
     fn check(&mut self, dir: &Path, cell: &Cell) -> Result<Finished> {

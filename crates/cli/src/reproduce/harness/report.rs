@@ -12,6 +12,7 @@ use super::spec::{Experiment, Layout, Metric, Plot, Table};
 use super::stored::{Finished, RunKey, write_csv};
 use crate::plot::{Series, line_chart};
 use crate::table::render;
+use crate::whole_file::write_whole;
 
 /// Writes every output file into `out`; returns the tables as printed.
 pub fn write(exp: &Experiment, out: &Path, runs: &[(Cell, Finished)]) -> Result<String> {
@@ -88,7 +89,7 @@ pub fn write(exp: &Experiment, out: &Path, runs: &[(Cell, Finished)]) -> Result<
         files = files.join(", "),
     );
     let path = out.join("report.md");
-    std::fs::write(&path, report).with_context(|| format!("cannot write {}", path.display()))?;
+    write_whole(&path, report.as_bytes())?;
     Ok(tables)
 }
 

@@ -16,6 +16,7 @@ use super::spec::{Field, Metric};
 use crate::config::{DataConfig, RunConfig};
 use crate::experiment::Outcome;
 use crate::rundir::{Extras, Final, RunDir, Summary, write_run};
+use crate::whole_file::write_whole;
 
 /// The file marking a run whose training diverged.
 const DIVERGED: &str = "diverged.txt";
@@ -198,13 +199,14 @@ pub struct ResultExtra {
     seconds: Option<f64>,
 }
 
-/// Writes `rows` to `path` through serde.
+/// Writes `rows` to `path` through serde, whole or not at all.
 pub fn write_csv<T: Serialize>(path: &Path, rows: impl IntoIterator<Item = T>) -> Result<()> {
-    let mut writer =
-        csv::Writer::from_path(path).with_context(|| format!("cannot write {}", path.display()))?;
+    let mut writer = csv::Writer::from_writer(Vec::new());
     for row in rows {
         writer.serialize(row)?;
     }
-    writer.flush()?;
-    Ok(())
+    let bytes = writer
+        .into_inner()
+        .map_err(|e| anyhow::anyhow!("cannot write {}: {}", path.display(), e.error()))?;
+    write_whole(path, &bytes)
 }
