@@ -9,7 +9,7 @@ use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
 
 use fedcluster_cli::reproduce::harness::{
-    self, Claim, Column, ConfigFile, Experiment, Field, Layout, Method, Metric, Paper, Plot,
+    self, Claim, Column, ConfigFile, Experiment, Field, Gap, Layout, Method, Metric, Paper, Plot,
     RunOptions, Setting, TEN_PERCENT, Table, Tolerance, Tuned,
 };
 use fedcluster_data::DataView;
@@ -64,6 +64,7 @@ fn method(
         per_setting: Vec::new(),
         paper: vec![Paper::plain(Metric::Final(Field::Misclustering), paper)],
         tuned: None,
+        gaps: Vec::new(),
     }
 }
 
@@ -419,6 +420,53 @@ fn a_run_saved_by_another_command_meanwhile_is_reported() {
         .collect();
     assert!(partial.is_empty(), "{partial:?}");
     let _ = std::fs::remove_dir_all(&other);
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+/// A cell outside the paper's tolerance is listed in the verdict with the
+/// reason the experiment gives for it, where it gives one.
+#[test]
+fn a_cell_off_the_paper_is_listed_with_its_established_reason() {
+    let out = temp_dir("gaps");
+    let mut exp = experiment(1, 5);
+    let misclustering = Metric::Final(Field::Misclustering);
+    // No run misclusters 90% of two clusters: both IFCA cells are off.
+    exp.methods[0].paper = vec![Paper::plain(misclustering, &[Some(0.9), Some(0.9)])];
+    exp.methods[0].gaps = vec![Gap {
+        setting: 0,
+        metric: misclustering,
+        why: "the paper's number is made up here",
+    }];
+    let o = RunOptions {
+        only_methods: vec!["ifca".into()],
+        ..options(&out)
+    };
+    harness::run(&exp, &o).unwrap();
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    let verdict = report
+        .lines()
+        .find(|l| l.starts_with("- **Misclustering**"))
+        .unwrap();
+    let cells: Vec<&str> = verdict.split("; ").collect();
+    assert_eq!(cells.len(), 2, "{verdict}");
+    assert!(
+        cells[0].contains("σ = 0.1 / IFCA / misclustering: "),
+        "{verdict}"
+    );
+    assert!(
+        cells[0].ends_with(" vs 0.90: the paper's number is made up here"),
+        "{verdict}"
+    );
+    assert!(
+        cells[1].starts_with("σ = 0.3 / IFCA / misclustering: "),
+        "{verdict}"
+    );
+    assert!(cells[1].ends_with(" vs 0.90)"), "{verdict}");
+    // A smoke run's gaps are its own: no reason is printed.
+    exp.smoke = true;
+    harness::run(&exp, &o).unwrap();
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(!report.contains("made up"), "{report}");
     let _ = std::fs::remove_dir_all(&out);
 }
 

@@ -134,8 +134,12 @@ pub fn cflmgd_table2(p: &Protocol) -> Experiment {
         protocol: PROTOCOL.into(),
         settings: vec![setting],
         methods: vec![
-            Method::new("cflmgd", "CFL-MGD", CFLMGD).with_paper(with_std(96.05, 0.12)),
-            Method::new("ifca", "IFCA", IFCA).with_paper(with_std(92.60, 0.27)),
+            Method::new("cflmgd", "CFL-MGD", CFLMGD)
+                .with_paper(with_std(96.05, 0.12))
+                .with_gap(0, ACCURACY, CFLMGD_GAP),
+            Method::new("ifca", "IFCA", IFCA)
+                .with_paper(with_std(92.60, 0.27))
+                .with_gap(0, ACCURACY, IFCA_GAP),
             Method::new("fedavg", "FedAvg", GLOBAL).with_paper(with_std(89.84, 0.32)),
             momentum,
         ],
@@ -158,6 +162,16 @@ pub fn cflmgd_table2(p: &Protocol) -> Experiment {
 }
 
 /// The paper's Table 2 entry, mean ± std over its runs.
+/// Table 2's column.
+const ACCURACY: Metric = Metric::Final(Field::TestAccuracy);
+
+/// Why Table 2's CFL-MGD and IFCA rows sit above the paper's (see the note).
+const CFLMGD_GAP: &str = "run at the IFCA paper's protocol for all the CFL-MGD paper leaves \
+     unstated, under which IFCA reproduces the IFCA paper; its lead over our IFCA is a little \
+     under the paper's";
+const IFCA_GAP: &str = "the CFL-MGD paper's IFCA is 2.45 points under the IFCA paper's own \
+     95.05 at the same (m, n), which ours reproduces";
+
 fn with_std(mean: f64, std: f64) -> Vec<Paper> {
     vec![Paper {
         metric: Metric::Final(Field::TestAccuracy),

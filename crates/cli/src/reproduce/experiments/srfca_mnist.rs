@@ -126,6 +126,9 @@ pub fn experiment(p: &Protocol) -> Experiment {
         vec![eval_at(s), format!("rounds={end}")]
     };
     srfca.per_setting = SETTINGS.iter().map(refined).enumerate().collect();
+    for metric in [at_end(Field::TestAccuracy), at(1), at(2)] {
+        srfca = srfca.with_gap(ROTATED, metric, CHAINED_CLIENTS);
+    }
     let mut trained = Method::new(
         "srfca-trained",
         "SR-FCA, then trained on its clusters",
@@ -173,7 +176,6 @@ pub fn experiment(p: &Protocol) -> Experiment {
             .collect::<Vec<_>>()
             .join(" / ")
     };
-    let at = |i| Metric::AtEval(Field::TestAccuracy, i);
     Experiment {
         name: "srfca-mnist",
         title: "SR-FCA paper, Tables 1, 2 and 4: inverted and rotated MNIST".into(),
@@ -205,15 +207,51 @@ pub fn experiment(p: &Protocol) -> Experiment {
             srfca,
             trained,
             Method::new("local", "Local", LOCAL).with_paper(paper([76.52, 85.55], None)),
-            Method::new("global", "Global", GLOBAL).with_paper(paper([88.61, 80.88], None)),
-            Method::new("cfl", "CFL", CFL).with_paper(paper([88.30, 80.47], Some([0.08, 0.14]))),
-            centroids,
+            Method::new("global", "Global", GLOBAL)
+                .with_paper(paper([88.61, 80.88], None))
+                .with_gap(
+                    INVERTED,
+                    at_end(Field::TestAccuracy),
+                    ONE_MODEL_SERVES_INVERSION,
+                ),
+            Method::new("cfl", "CFL", CFL)
+                .with_paper(paper([88.30, 80.47], Some([0.08, 0.14])))
+                .with_gap(INVERTED, at_end(Field::TestAccuracy), CFL_SPLITS_LATE)
+                .with_gap(
+                    ROTATED,
+                    at_end(Field::TestAccuracy),
+                    CFL_SEPARATES_ROTATIONS,
+                )
+                .with_gap(
+                    INVERTED,
+                    at_end(Field::MajorityMisclustering),
+                    CFL_CUTS_ACROSS,
+                )
+                .with_gap(
+                    ROTATED,
+                    at_end(Field::MajorityMisclustering),
+                    CFL_SEPARATES_ROTATIONS,
+                ),
+            centroids
+                .with_gap(ROTATED, at_end(Field::TestAccuracy), CENTROIDS_NEAR_CHANCE)
+                .with_gap(
+                    INVERTED,
+                    at_end(Field::MajorityMisclustering),
+                    KMEANS_ON_RANDOM_STARTS,
+                )
+                .with_gap(
+                    ROTATED,
+                    at_end(Field::MajorityMisclustering),
+                    KMEANS_ON_RANDOM_STARTS,
+                ),
             Method::new(
                 "local-kmeans",
                 "Local-KMeans, then FedAvg per cluster",
                 KMEANS,
             ),
-            Method::new("ifca", "IFCA", IFCA).with_paper(paper([91.55, 91.80], Some([0.0; 2]))),
+            Method::new("ifca", "IFCA", IFCA)
+                .with_paper(paper([91.55, 91.80], Some([0.0; 2])))
+                .with_gap(ROTATED, at_end(Field::MajorityMisclustering), IFCA_MERGES),
             Method::new("fedsoft", "FedSoft", FEDSOFT),
             one_shot_ifca,
         ],
@@ -265,6 +303,35 @@ pub fn experiment(p: &Protocol) -> Experiment {
 fn at_end(field: Field) -> Metric {
     Metric::Final(field)
 }
+
+/// Test accuracy at the `i`-th evaluation (0: after ONE_SHOT, then after each REFINE).
+fn at(i: usize) -> Metric {
+    Metric::AtEval(Field::TestAccuracy, i)
+}
+
+/// [`SETTINGS`]' indices.
+const INVERTED: usize = 0;
+const ROTATED: usize = 1;
+
+/// The established reasons for cells off the paper's numbers (the note
+/// gives the measurements).
+const CHAINED_CLIENTS: &str = "the paper's code trains a round's sampled clients one after \
+     another on shared weights: its REFINE so run gives 91.63, side by side as in Algorithm 1 \
+     86.71 (scripts/srfca_refine_chain_torch.py)";
+const ONE_MODEL_SERVES_INVERSION: &str = "inversion is affine, so one MLP serves both clusters \
+     and trains on all the data (the paper's Global sits under its SR-FCA, ours above)";
+const CFL_SPLITS_LATE: &str = "CFL splits late (round 58 on seed 1): until then it is Global, \
+     whose one MLP serves both inverted clusters";
+const CFL_SEPARATES_ROTATIONS: &str = "our CFL separates the four rotations exactly on every \
+     seed (the paper's misclusters 0.14)";
+const CFL_CUTS_ACROSS: &str = "a split cuts across the true clusters on 3 of 5 seeds (0, 0, \
+     0.23, 0.15, 0.12), within one standard deviation of the paper's";
+const KMEANS_ON_RANDOM_STARTS: &str = "k-means on the weights of MLPs still near independent \
+     random starts: whom it groups depends on the starts";
+const CENTROIDS_NEAR_CHANCE: &str = "near chance as the paper's: the mean of independently \
+     initialised MLPs is no model";
+const IFCA_MERGES: &str = "from its random start IFCA merges two rotations on seeds 2, 3 and 4; \
+     the paper's 0.00 matches seeds 1 and 5";
 
 const LOCAL: ConfigFile = config_file!("srfca-mnist/local.toml");
 const GLOBAL: ConfigFile = config_file!("srfca-mnist/global.toml");

@@ -23,8 +23,8 @@ use crate::experiment::{build_data_set, build_model, execute_with};
 pub use claim::Claim;
 pub(crate) use spec::config_file;
 pub use spec::{
-    Column, ConfigFile, Experiment, FIGURES_ONLY, Field, Layout, Method, Metric, POINTS, Paper,
-    Plot, Setting, TEN_PERCENT, Table, Tolerance, Tuned,
+    Column, ConfigFile, Experiment, FIGURES_ONLY, Field, Gap, Layout, Method, Metric, POINTS,
+    Paper, Plot, Setting, TEN_PERCENT, Table, Tolerance, Tuned,
 };
 pub use stored::Finished;
 

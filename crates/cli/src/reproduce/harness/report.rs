@@ -161,6 +161,16 @@ impl Cells<'_> {
         p.values.get(setting).copied().flatten()
     }
 
+    /// The established reason for a gap to the paper in the cell, in full
+    /// runs only (a smoke run's gaps are its own).
+    fn gap(&self, setting: usize, method: usize, metric: Metric) -> Option<&'static str> {
+        let gaps = &self.exp.methods[method].gaps;
+        let gap = gaps
+            .iter()
+            .find(|g| g.setting == setting && g.metric == metric)?;
+        (!self.exp.smoke).then_some(gap.why)
+    }
+
     /// Finished runs per (setting, method) that has any.
     fn seed_counts(&self) -> Vec<usize> {
         let mut counts = std::collections::BTreeMap::new();
@@ -233,8 +243,13 @@ impl Cells<'_> {
                             within += 1;
                         } else {
                             let d = digits(c.metric);
+                            let why = planned
+                                .paper
+                                .and_then(|pm| self.gap(si, pm, c.metric))
+                                .map(|why| format!(": {why}"))
+                                .unwrap_or_default();
                             outside.push(format!(
-                                "{} / {} / {}: {ours:.d$} vs {p:.d$}",
+                                "{} / {} / {}: {ours:.d$} vs {p:.d$}{why}",
                                 setting.label, planned.label, c.header
                             ));
                         }

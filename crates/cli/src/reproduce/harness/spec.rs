@@ -88,6 +88,21 @@ pub struct Method {
     /// [`Experiment::tune_by`], beside the paper's numbers (given on the
     /// family's first variant), and every variant has its own row.
     pub tuned: Option<Tuned>,
+    /// Why ours differs from the paper's number in a cell, where that is
+    /// established: the verdict prints it beside the cell when it is not
+    /// reproduced (in full runs, not smoke runs).
+    pub gaps: Vec<Gap>,
+}
+
+/// The established reason for one cell's gap to the paper.
+#[derive(Debug, Clone)]
+pub struct Gap {
+    /// The setting's index.
+    pub setting: usize,
+    /// The metric (a table column's).
+    pub metric: Metric,
+    /// One line, measured or read off the paper's code, not guessed.
+    pub why: &'static str,
 }
 
 /// A method's place in a tuned family.
@@ -120,6 +135,17 @@ impl Method {
     /// The same with the paper's numbers.
     pub fn with_paper(mut self, paper: Vec<Paper>) -> Self {
         self.paper.extend(paper);
+        self
+    }
+
+    /// The same with the reason `why` for its gap to the paper in `metric`
+    /// at setting `setting`.
+    pub fn with_gap(mut self, setting: usize, metric: Metric, why: &'static str) -> Self {
+        self.gaps.push(Gap {
+            setting,
+            metric,
+            why,
+        });
         self
     }
 }
