@@ -8,6 +8,8 @@ use std::path::Path;
 use anyhow::{Context, Result, bail};
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
 
+use crate::whole_file::{write_secret, write_whole};
+
 /// Files written by [`generate`].
 pub const FILES: [&str; 6] = [
     "ca.pem",
@@ -36,7 +38,12 @@ pub fn generate(dir: &Path, server_names: &[String], overwrite: bool) -> Result<
     let files = pem_files(server_names)?;
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     for (name, text) in &files {
-        write(dir, name, text, name.ends_with(".key"))?;
+        let path = dir.join(name);
+        if name.ends_with(".key") {
+            write_secret(&path, text.as_bytes())?;
+        } else {
+            write_whole(&path, text.as_bytes())?;
+        }
     }
     Ok(())
 }
@@ -68,20 +75,4 @@ fn pem_files(server_names: &[String]) -> Result<Vec<(String, String)>> {
         files.push((format!("{name}.key"), key.serialize_pem()));
     }
     Ok(files)
-}
-
-fn write(dir: &Path, name: &str, text: &str, secret: bool) -> Result<()> {
-    let path = dir.join(name);
-    let temporary = dir.join(format!(".{name}.partial"));
-    std::fs::write(&temporary, text)
-        .with_context(|| format!("cannot write {}", temporary.display()))?;
-    #[cfg(unix)]
-    if secret {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&temporary, std::fs::Permissions::from_mode(0o600))
-            .with_context(|| format!("cannot restrict {}", temporary.display()))?;
-    }
-    #[cfg(not(unix))]
-    let _ = secret;
-    std::fs::rename(&temporary, &path).with_context(|| format!("cannot write {}", path.display()))
 }

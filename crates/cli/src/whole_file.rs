@@ -8,12 +8,30 @@ use anyhow::{Context, Result};
 /// Writes `bytes` to `path` through `.<name>.partial` beside it and a rename,
 /// so `path` holds either its old content or all of `bytes`.
 pub fn write_whole(path: &Path, bytes: &[u8]) -> Result<()> {
+    write_whole_as(path, bytes, false)
+}
+
+/// [`write_whole`] for a secret (a private key): on Unix the file is readable
+/// by its owner alone from before it holds the secret under its name.
+pub fn write_secret(path: &Path, bytes: &[u8]) -> Result<()> {
+    write_whole_as(path, bytes, true)
+}
+
+fn write_whole_as(path: &Path, bytes: &[u8], secret: bool) -> Result<()> {
     let name = path
         .file_name()
         .with_context(|| format!("cannot write {}: no file name", path.display()))?;
     let partial = path.with_file_name(format!(".{}.partial", name.to_string_lossy()));
     std::fs::write(&partial, bytes)
         .with_context(|| format!("cannot write {}", partial.display()))?;
+    #[cfg(unix)]
+    if secret {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&partial, std::fs::Permissions::from_mode(0o600))
+            .with_context(|| format!("cannot restrict {}", partial.display()))?;
+    }
+    #[cfg(not(unix))]
+    let _ = secret;
     std::fs::rename(&partial, path).with_context(|| format!("cannot write {}", path.display()))
 }
 
@@ -36,5 +54,16 @@ mod tests {
         let missing = dir.path().join("no-such-dir/report.md");
         let e = format!("{:#}", write_whole(&missing, b"x").unwrap_err());
         assert!(e.contains("no-such-dir/.report.md.partial"), "{e}");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_secret_is_readable_by_its_owner_alone() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ca.key");
+        write_secret(&path, b"key").unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
     }
 }
