@@ -346,11 +346,12 @@ fn softmax_minus_onehot_parts(z: &mut [f32], y: u32) -> LossParts {
         return LossParts(None);
     };
     let m = row_max(z);
-    let mut s = 0.0f32;
+    // The exponentials first, then their sum in the same order: no running
+    // sum to keep across the `expf` calls.
     for v in z.iter_mut() {
         *v = (*v - m).exp();
-        s += *v;
     }
+    let s = z.iter().fold(0.0f32, |s, &v| s + v);
     let inv = 1.0 / s;
     for v in z.iter_mut() {
         *v *= inv;
