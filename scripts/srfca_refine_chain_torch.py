@@ -57,9 +57,10 @@ def read_idx(path: Path, offset: int) -> np.ndarray:
 
 
 def load(data_dir: Path, split: str) -> tuple[np.ndarray, np.ndarray]:
+    """Images as raw 0-255 values (`float32`, 28 x 28) and their labels."""
     images = read_idx(data_dir / f"{split}-images-idx3-ubyte.gz", 16).reshape(-1, 28, 28)
     labels = read_idx(data_dir / f"{split}-labels-idx1-ubyte.gz", 8).astype(np.int64)
-    return images.astype(np.float32) / 255.0, labels
+    return images.astype(np.float32), labels
 
 
 class Client:
@@ -78,20 +79,32 @@ class Client:
         return self.x[rows], self.y[rows]
 
 
-def clients(data_dir: Path, seed: int) -> list[Client]:
+def split_clients(data_dir: Path, seed: int, transform) -> list[Client]:
+    """The public code's split (`src/datasets/simulated.py`): the training and
+    the test images each permuted and cut into `CLIENTS` disjoint parts,
+    client `i`'s raw 0-255 images then given to `transform(i, images)`."""
     rng = np.random.default_rng(seed)
     out = []
     for split, per in (("train", TRAIN_PER_CLIENT), ("t10k", TEST_PER_CLIENT)):
         x, y = load(data_dir, split)
         order = rng.permutation(len(y))[: CLIENTS * per].reshape(CLIENTS, per)
-        rotated = [np.rot90(x[order[i]], i % ROTATIONS, axes=(1, 2)) for i in range(CLIENTS)]
-        out.append([(r.reshape(per, 784).copy(), y[order[i]]) for i, r in enumerate(rotated)])
+        images = [transform(i, x[order[i]]) for i in range(CLIENTS)]
+        out.append([(m.reshape(per, 784).copy(), y[order[i]]) for i, m in enumerate(images)])
     return [Client(*out[0][i], *out[1][i], rng) for i in range(CLIENTS)]
 
 
-def local_steps(model: nn.Module, client: Client, lr: float) -> None:
+def clients(data_dir: Path, seed: int) -> list[Client]:
+    """Rotated MNIST: client `i`'s images turned by `90 (i mod 4)` degrees and
+    scaled to [0, 1], as `ToTensor` does in the public code."""
+    return split_clients(
+        data_dir, seed, lambda i, x: np.rot90(x, i % ROTATIONS, axes=(1, 2)) / 255.0
+    )
+
+
+def local_steps(model: nn.Module, client: Client, lr: float, steps: int = LOCAL_STEPS) -> None:
+    """`steps` Adam steps on the client's minibatches, a new optimizer each call."""
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
-    for _ in range(LOCAL_STEPS):
+    for _ in range(steps):
         x, y = client.batch()
         optimizer.zero_grad()
         nn.functional.cross_entropy(model(x), y).backward()
@@ -106,22 +119,34 @@ def trimmed_mean(stack: torch.Tensor, beta: float) -> torch.Tensor:
     return stack.sort(dim=0).values[lo:hi].mean(dim=0)
 
 
+def mlp() -> nn.Module:
+    """The public code's `two_layer_lin` with `hidden_size: 200`."""
+    return nn.Sequential(nn.Linear(784, 200), nn.ReLU(), nn.Linear(200, 10))
+
+
+def one_round(model: nn.Module, members: list[Client], protocol: Protocol, chained: bool, rng):
+    """One round of `ClusterTrainer.train`: `PER_ROUND` members sampled (all
+    if fewer), their local steps, the (trimmed) mean of where they ended."""
+    count = min(PER_ROUND, len(members))
+    chosen = rng.choice(len(members), count, replace=False)
+    start = [p.detach().clone() for p in model.parameters()]
+    ends = []
+    for i in chosen:
+        if not chained:  # every client starts from the cluster model
+            with torch.no_grad():
+                for p, s in zip(model.parameters(), start):
+                    p.copy_(s)
+        local_steps(model, members[i], protocol.lr)
+        ends.append([p.detach().clone() for p in model.parameters()])
+    with torch.no_grad():
+        for j, p in enumerate(model.parameters()):
+            p.copy_(trimmed_mean(torch.stack([e[j] for e in ends]), protocol.beta))
+
+
 def train(members: list[Client], protocol: Protocol, chained: bool, rng) -> nn.Module:
-    model = nn.Sequential(nn.Linear(784, 200), nn.ReLU(), nn.Linear(200, 10))
+    model = mlp()
     for _ in range(protocol.rounds):
-        chosen = rng.choice(len(members), PER_ROUND, replace=False)
-        start = [p.detach().clone() for p in model.parameters()]
-        ends = []
-        for i in chosen:
-            if not chained:  # every client starts from the cluster model
-                with torch.no_grad():
-                    for p, s in zip(model.parameters(), start):
-                        p.copy_(s)
-            local_steps(model, members[i], protocol.lr)
-            ends.append([p.detach().clone() for p in model.parameters()])
-        with torch.no_grad():
-            for j, p in enumerate(model.parameters()):
-                p.copy_(trimmed_mean(torch.stack([e[j] for e in ends]), protocol.beta))
+        one_round(model, members, protocol, chained, rng)
     return model
 
 
