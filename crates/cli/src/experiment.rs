@@ -177,31 +177,6 @@ pub struct Progress {
     pub train_loss: Option<f64>,
 }
 
-/// A progress bar over a run's rounds showing the training loss (hidden when
-/// `quiet`).
-pub fn round_bar(rounds: usize, quiet: bool) -> indicatif::ProgressBar {
-    let bar = if quiet {
-        indicatif::ProgressBar::hidden()
-    } else {
-        indicatif::ProgressBar::new(rounds as u64)
-    };
-    bar.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{bar:40} round {pos}/{len} {msg} [{elapsed_precise}]",
-        )
-        .expect("template"),
-    );
-    bar
-}
-
-/// Moves `bar` to the round `p` reports.
-pub fn show_progress(bar: &indicatif::ProgressBar, p: Progress) {
-    bar.set_position(p.round as u64 + 1);
-    if let Some(l) = p.train_loss {
-        bar.set_message(format!("train loss {l:.4}"));
-    }
-}
-
 /// Runs `config` on `data` in process, calling `progress` after every round.
 pub fn execute(
     config: &RunConfig,

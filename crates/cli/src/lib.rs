@@ -15,6 +15,7 @@ pub mod net_commands;
 pub mod network;
 pub mod own_clients;
 pub mod plot;
+pub mod progress;
 pub mod reproduce;
 pub mod reproduce_command;
 pub mod rundir;

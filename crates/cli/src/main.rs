@@ -10,9 +10,8 @@ use clap::{Parser, Subcommand};
 use fedcluster_cli::bench::{BenchOptions, Benchmark, gemm_peak, run_bench};
 use fedcluster_cli::checkpoint::{CHECKPOINT_FILE, Policy};
 use fedcluster_cli::config::{DEFAULT_CONFIG, RunConfig, data_dir_override, init_from_override};
-use fedcluster_cli::experiment::{
-    Control, build_data_set, build_model, execute_controlled, round_bar, show_progress,
-};
+use fedcluster_cli::experiment::{Control, build_data_set, build_model, execute_controlled};
+use fedcluster_cli::progress::RoundProgress;
 use fedcluster_cli::reproduce_command::Reproduce;
 use fedcluster_cli::rundir::{Extras, RunDir, free_run_dir, sibling, write_run};
 use fedcluster_cli::table::{metric, render};
@@ -218,16 +217,16 @@ fn run(
     let data_set = build_data_set(&config)?;
     let data = data_set.view();
     let model = build_model(&config, &data)?;
-    let bar = round_bar(config.rounds, output.quiet);
+    let progress = RoundProgress::start(&out.display().to_string(), config.rounds, output.quiet);
     let (summary, written) = reserved.run_into(
         |ready| {
             let control = Control {
                 ready,
-                progress: &mut |p| show_progress(&bar, p),
+                progress: &mut |p| progress.show(p),
                 checkpoint: Some(checkpoint),
             };
             let outcome = execute_controlled(&config, &data, model.as_ref(), control);
-            bar.finish_and_clear();
+            progress.finish();
             outcome
         },
         |dir, outcome| write_run(dir, &config, &outcome, Extras::ALL),

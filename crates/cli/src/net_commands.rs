@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 
 use crate::config::{RunConfig, data_dir_override};
-use crate::experiment::{round_bar, show_progress};
 use crate::network;
+use crate::progress::RoundProgress;
 use crate::rundir::{Extras, RunDir, free_run_dir, sibling, write_run};
 
 /// `fedcluster serve`'s arguments.
@@ -276,7 +276,7 @@ fn serve_run(
         options.checkpoint = sibling(reserved.path(), "checkpoint");
     }
     let options = &options;
-    let bar = round_bar(config.rounds, quiet);
+    let progress = RoundProgress::start(&out.display().to_string(), config.rounds, quiet);
     let ((summary, stats), written) = reserved.run_into(
         |ready| {
             let served = network::serve(
@@ -289,9 +289,9 @@ fn serve_run(
                     let _ = std::io::stdout().flush();
                 },
                 ready,
-                &mut |p| show_progress(&bar, p),
+                &mut |p| progress.show(p),
             );
-            bar.finish_and_clear();
+            progress.finish();
             served
         },
         |dir, (outcome, stats)| {

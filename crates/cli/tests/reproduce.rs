@@ -274,6 +274,14 @@ fn a_killed_reproduction_resumes_without_redoing_finished_runs() {
         before.iter().all(|r| after.contains(r)),
         "a finished run was redone"
     );
+    // Its stderr is no terminal, so lines stand in for the bar: each run's
+    // start and end, and where it was saved.
+    let log = String::from_utf8_lossy(&status.stderr);
+    let todo = after.len() - before.len();
+    assert_eq!(log.matches(": started").count(), todo, "{log}");
+    assert_eq!(log.matches(": finished after ").count(), todo, "{log}");
+    assert_eq!(log.matches(", saved in ").count(), todo, "{log}");
+    assert!(log.contains(&format!("run {todo}/{todo}: a · ")), "{log}");
     let report = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(report.contains("24 finished runs"), "{report}");
     let _ = std::fs::remove_dir_all(&out);

@@ -19,6 +19,7 @@ use fedcluster_sim::EngineError;
 
 use crate::config::RunConfig;
 use crate::experiment::{build_data_set, build_model, execute_with};
+use crate::progress::LineLog;
 
 pub use claim::Claim;
 pub(crate) use spec::config_file;
@@ -190,12 +191,19 @@ pub fn run(exp: &Experiment, o: &RunOptions) -> Result<String> {
         )
         .expect("valid template"),
     );
-    for cell in todo {
+    // Where the bar does not show (a log file, CI), lines do.
+    let lines = LineLog::unless_terminal();
+    let runs = todo.len();
+    for (i, cell) in todo.into_iter().enumerate() {
         let label = format!(
             "{} · {} · seed {}",
             exp.settings[cell.setting].key, exp.methods[cell.method].key, cell.seed
         );
+        let what = format!("run {}/{runs}: {label}", i + 1);
         bar.set_message(label.clone());
+        if let Some(lines) = &lines {
+            lines.start(&what);
+        }
         let config = grid.config(&cell).with_context(|| label.clone())?;
         let data = grid.data(&config).with_context(|| label.clone())?;
         let rounds = config.rounds;
@@ -203,14 +211,24 @@ pub fn run(exp: &Experiment, o: &RunOptions) -> Result<String> {
         let model = build_model(&config, &data).with_context(|| label.clone())?;
         let outcome = execute_with(&config, &data, model.as_ref(), &mut |p| {
             bar.set_message(format!("{label} · round {}/{rounds}", p.round + 1));
+            if let Some(lines) = &lines {
+                lines.round(&what, p.round + 1, rounds);
+            }
         });
         let dir = exp.run_dir(&o.out, &cell);
-        match &outcome {
-            Ok(outcome) => stored::save(&dir, &config, Ok(outcome), exp.last_round_only)?,
+        let how = match &outcome {
+            Ok(outcome) => {
+                stored::save(&dir, &config, Ok(outcome), exp.last_round_only)?;
+                "finished"
+            }
             Err(e) if is_divergence(e) => {
-                stored::save(&dir, &config, Err(&format!("{e:#}")), false)?
+                stored::save(&dir, &config, Err(&format!("{e:#}")), false)?;
+                "diverged"
             }
             Err(e) => bail!("{label}: {e:#}"),
+        };
+        if let Some(lines) = &lines {
+            lines.end(&what, how, &format!(", saved in {}", dir.display()));
         }
         bar.inc(1);
     }
