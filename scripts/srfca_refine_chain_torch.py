@@ -26,6 +26,7 @@ of the 100 clients, Adam at 7.4e-4, the plain mean).
 Not part of the test suite (it needs torch and numpy); see the README.
 """
 
+import functools
 import gzip
 import statistics
 import sys
@@ -56,8 +57,10 @@ def read_idx(path: Path, offset: int) -> np.ndarray:
         return np.frombuffer(f.read(), np.uint8, offset=offset)
 
 
+@functools.cache
 def load(data_dir: Path, split: str) -> tuple[np.ndarray, np.ndarray]:
-    """Images as raw 0-255 values (`float32`, 28 x 28) and their labels."""
+    """Images as raw 0-255 values (`float32`, 28 x 28) and their labels, read
+    once per split (callers copy what they take)."""
     images = read_idx(data_dir / f"{split}-images-idx3-ubyte.gz", 16).reshape(-1, 28, 28)
     labels = read_idx(data_dir / f"{split}-labels-idx1-ubyte.gz", 8).astype(np.int64)
     return images.astype(np.float32), labels
