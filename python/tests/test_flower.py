@@ -199,18 +199,26 @@ def deployment_tools() -> bool:
 
 @pytest.mark.skipif(not deployment_tools(), reason="Flower's command-line tools are not on PATH")
 @pytest.mark.parametrize(
-    ("messages", "rounds", "nodes"),
+    ("messages", "rounds", "clients", "nodes"),
     [
-        ("per-node", 3, ['clients="0-49"', 'clients="50-99"']),
-        ("per-client", 1, ["partition-id=0 num-partitions=2", "partition-id=1 num-partitions=2"]),
+        ("per-node", 3, 100, ['clients="0-49"', 'clients="50-99"']),
+        # Each client is a message through the SuperLink here (about 2 s each
+        # on a 2-core machine), so 10 clients rather than the config's 100.
+        ("per-client", 1, 10, ["partition-id=0 num-partitions=2", "partition-id=1 num-partitions=2"]),
     ],
 )
-def test_flwr_run_on_a_loopback_deployment_matches_fedcluster_run(tmp_path, repo, messages, rounds, nodes):
+def test_flwr_run_on_a_loopback_deployment_matches_fedcluster_run(
+    tmp_path, repo, messages, rounds, clients, nodes
+):
     from flower_deployment import deployment
 
     app = tmp_path / "app"
     shutil.copytree(repo / "examples" / "flower-ifca", app)
-    config = repo / "configs" / "ifca-synthetic.toml"
+    config = tmp_path / "ifca-synthetic.toml"
+    resolved = fedcluster.load_config(
+        repo / "configs" / "ifca-synthetic.toml", overrides={"data.clients": clients}
+    )
+    config.write_text(resolved.toml)
     out = tmp_path / "out"
     with deployment(tmp_path / "flower", nodes) as d:
         output, run = d.run(
