@@ -8,13 +8,17 @@
 //! Three element-wise loops that run over every reply of every round,
 //! [`all_finite`], [`axpy`] and [`add_scaled_f64`], are compiled for AVX-512
 //! and AVX2 (without FMA, so they multiply then add, as the portable path does)
-//! and chosen at run time too.
+//! and chosen at run time too. [`exp_minus`] is a softmax's `(v - m).exp()`
+//! over a slice, four lanes at a time where the platform's `expf` is glibc's
+//! (checked).
 //!
 //! `benches`: `fedcluster bench ifca-synthetic` and `small-clients` (see the README).
 
 mod elementwise;
+mod expf;
 
 pub use elementwise::{add_scaled_f64, all_abs_below, all_finite, axpy, prefetch, prefetch_item};
+pub use expf::{exp_is_vectorised, exp_minus};
 
 const LANES: usize = 8;
 

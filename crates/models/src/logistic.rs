@@ -14,7 +14,7 @@
 //! the chosen models (`n × replicas·classes`) and `bufs[3]` for their weight
 //! gradients (`replicas·classes × dim`).
 
-use fedcluster_core::kernels::all_abs_below;
+use fedcluster_core::kernels::{all_abs_below, exp_minus};
 use fedcluster_core::linalg::{MatMut, MatRef, add_product, matmul, step_then_forward};
 use fedcluster_core::model::{argmin_f64, gradient_descent};
 use fedcluster_core::params::{all_finite, axpy};
@@ -278,8 +278,26 @@ fn add_bias(z: &mut [f32], bias: &[f32]) {
 /// `|Δ| <= 1` cannot overflow `f32`, rounding included (`f32::MAX` is 3.4e38).
 const FINITE_SUM_BOUND: f32 = 1e37;
 
+/// A row's largest entry, NaN entries skipped (NaN if all are).
+///
+/// Four running maxima, then theirs: a quarter of the dependent steps of one
+/// running maximum (a softmax waits on it), and the same value, as `f32::max`
+/// is exact; only the sign of a zero maximum may differ, which no caller's
+/// result depends on (`-0.0 == 0.0`; a logit less either zero is the same
+/// number or a zero, whose exponential is 1; and `m - z_y + ln s`, with
+/// `ln s >= 0`, has the same bits for either zero `m`).
 fn row_max(z: &[f32]) -> f32 {
-    z.iter().fold(f32::NEG_INFINITY, |a, &b| a.max(b))
+    let mut m = [f32::NEG_INFINITY; 4];
+    let mut quads = z.chunks_exact(4);
+    for quad in &mut quads {
+        for (m, &v) in m.iter_mut().zip(quad) {
+            *m = m.max(v);
+        }
+    }
+    for (m, &v) in m.iter_mut().zip(quads.remainder()) {
+        *m = m.max(v);
+    }
+    m[0].max(m[1]).max(m[2].max(m[3]))
 }
 
 /// Number of rows of the logits `z` (`classes` wide) whose largest entry (the
@@ -346,11 +364,9 @@ fn softmax_minus_onehot_parts(z: &mut [f32], y: u32) -> LossParts {
         return LossParts(None);
     };
     let m = row_max(z);
-    // The exponentials first, then their sum in the same order: no running
-    // sum to keep across the `expf` calls.
-    for v in z.iter_mut() {
-        *v = (*v - m).exp();
-    }
+    // The exponentials first, together ([`exp_minus`]: `f32::exp`'s bits),
+    // then their sum in the same order.
+    exp_minus(z, m);
     let s = z.iter().fold(0.0f32, |s, &v| s + v);
     let inv = 1.0 / s;
     for v in z.iter_mut() {
