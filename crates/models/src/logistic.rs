@@ -278,7 +278,7 @@ fn add_bias(z: &mut [f32], bias: &[f32]) {
 /// `|Δ| <= 1` cannot overflow `f32`, rounding included (`f32::MAX` is 3.4e38).
 const FINITE_SUM_BOUND: f32 = 1e37;
 
-/// A row's largest entry, NaN entries skipped (NaN if all are).
+/// A row's largest entry, NaN entries skipped (`-inf` if all are, or none).
 ///
 /// Four running maxima, then theirs: a quarter of the dependent steps of one
 /// running maximum (a softmax waits on it), and the same value, as `f32::max`

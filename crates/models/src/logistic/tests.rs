@@ -154,6 +154,10 @@ fn the_fused_loss_and_softmax_give_the_bits_of_the_two_calls() {
     rows.push((vec![-200.0, 0.0, 300.0], 0)); // an exponential underflows
     rows.push((vec![1.0, f32::NEG_INFINITY, 2.0], 1)); // an infinite loss
     rows.push((vec![f32::NEG_INFINITY; 3], 1));
+    // A zero maximum of either sign, met in different running maxima.
+    rows.push((vec![-0.0, 0.0, -1.0], 0));
+    rows.push((vec![-0.0, -3.0, -2.0, -5.0, 0.0, -1.0], 4));
+    rows.push((vec![0.0, -3.0, -2.0, -5.0, -0.0, -1.0], 0));
     for (z, y) in rows {
         let (mut fused, mut apart) = (z.clone(), z.clone());
         let loss = loss_and_softmax_minus_onehot(&mut fused, y);
@@ -227,4 +231,28 @@ fn train_takes_the_steps_of_plain_gradient_descent_bit_for_bit() {
     let b = Batch::new(&x, Targets::Class(&y), 6).unwrap();
     assert!(m.gradient_is_finite_with_loss(b, 5));
     assert!(!m.gradient_is_finite_with_loss(b, 0));
+}
+
+#[test]
+fn the_row_maximum_is_one_running_maximum_s_value() {
+    let mut rng = rng(31);
+    let specials = [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 0.0, -0.0];
+    for len in 1..20 {
+        for trial in 0..40 {
+            let mut row = normal(&mut rng, len, 3.0);
+            // Some rows with NaNs, infinities and zeros at varying places.
+            for (i, v) in row.iter_mut().enumerate() {
+                if (i + trial) % 7 == 0 {
+                    *v = specials[(i + trial) % specials.len()];
+                }
+            }
+            let want = row.iter().fold(f32::NEG_INFINITY, |a, &b| a.max(b));
+            let got = row_max(&row);
+            assert!(
+                got == want || (got.is_nan() && want.is_nan()),
+                "{row:?}: {got} against {want}"
+            );
+        }
+    }
+    assert_eq!(row_max(&[f32::NAN; 5]), f32::NEG_INFINITY);
 }
