@@ -18,7 +18,7 @@ mod elementwise;
 mod expf;
 
 pub use elementwise::{add_scaled_f64, all_abs_below, all_finite, axpy, prefetch, prefetch_item};
-pub use expf::{exp_is_vectorised, exp_minus};
+pub use expf::exp_minus;
 
 const LANES: usize = 8;
 

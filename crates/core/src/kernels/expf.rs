@@ -26,8 +26,10 @@ pub fn exp_minus(v: &mut [f32], m: f32) {
     exp_each(v, m);
 }
 
-/// Whether [`exp_minus`] runs its vector body on this machine.
-pub fn exp_is_vectorised() -> bool {
+/// Whether [`exp_minus`] runs its vector body on this machine (for the
+/// tests; nothing else needs to know).
+#[cfg(test)]
+fn exp_is_vectorised() -> bool {
     #[cfg(target_arch = "x86_64")]
     return avx2::matches_platform();
     #[cfg(not(target_arch = "x86_64"))]
@@ -44,7 +46,7 @@ fn exp_each(v: &mut [f32], m: f32) {
 /// Inputs that test every path of `expf`: a stride through all bit patterns
 /// (every sign and exponent, so the special cases too), and a finer one
 /// through `[-104, 89]`, where the table and the cubic do the work.
-pub(crate) fn probes() -> Vec<f32> {
+fn probes() -> Vec<f32> {
     let everywhere = (0..u32::MAX).step_by(65_537).map(f32::from_bits);
     let working = (0..20_000).map(|i| -104.0 + 193.0 * i as f32 / 20_000.0);
     let edges = [
