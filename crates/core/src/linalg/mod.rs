@@ -154,10 +154,11 @@ pub fn add_product(
 /// (`accumulate = false`, scale 1). `w` is `rows x dim`, `x` is `n x dim`
 /// and `z` is `n x rows` (all row-major), `z` holding `Δ` on entry. `false`,
 /// and nothing touched, where the two calls would not both take their
-/// shortcuts (more than two samples, no FMA, ...) and where the CPU has
-/// AVX-512, whose 16-lane kernels for the two products run instead (the
-/// fused pass is 8 lanes wide, measured faster on AVX2 only): the caller
-/// makes them.
+/// shortcuts (more than two samples, no FMA, ...) and on Intel's AVX-512,
+/// where the 16-lane kernels of the two products run instead (the fused
+/// pass is 8 lanes wide: measured slower than them on a Xeon, faster on
+/// AMD's Zen 3, AVX2 only, and Zen 4, whose AVX-512 runs on 256-bit
+/// halves): the caller makes them.
 pub fn step_then_forward(
     w: &mut [f32],
     dim: usize,
@@ -177,7 +178,7 @@ pub fn step_then_forward(
         (x.len() / dim) * (w.len() / dim),
         "step_then_forward: residuals shape"
     );
-    !tiny::has_avx512() && tiny::step_then_forward(w, dim, alpha, x, scale, z)
+    tiny::fuses_step() && tiny::step_then_forward(w, dim, alpha, x, scale, z)
 }
 
 /// [`matmul`] by the `gemm` crate, for non-empty products (`k >= 1`).
