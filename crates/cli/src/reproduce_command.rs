@@ -97,6 +97,10 @@ pub enum Reproduce {
         /// The paper's full protocol: 40 data sets per cell.
         #[arg(long)]
         full: bool,
+        /// Run only this data set, one of 1..=--trials (repeatable): splits a
+        /// panel's data sets between processes sharing one --out.
+        #[arg(long = "only-trial", value_name = "TRIAL")]
+        only_trials: Vec<u64>,
         /// Iterations per run.
         #[arg(long, default_value_t = 300)]
         rounds: usize,
@@ -155,6 +159,7 @@ impl Reproduce {
                 panel,
                 trials,
                 full,
+                only_trials,
                 rounds,
                 truth_scale,
             } => {
@@ -176,6 +181,7 @@ impl Reproduce {
                 let options = RunOptions {
                     out: output.out.unwrap_or_default(),
                     threads: output.threads,
+                    only_seeds: only_trials,
                     ..Default::default()
                 };
                 (ifca_success::experiment(&o), options)

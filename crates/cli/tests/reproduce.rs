@@ -180,7 +180,7 @@ fn unknown_settings_and_methods_are_refused_with_the_known_ones() {
     };
     let e = format!("{:#}", harness::run(&experiment(2, 5), &o).unwrap_err());
     assert!(
-        e.contains("--only-seed 3") && e.contains("seeds 1 to 2"),
+        e.contains("--only-seed/--only-trial 3") && e.contains("seeds 1 to 2"),
         "{e}"
     );
     assert!(!out.exists());
@@ -212,6 +212,25 @@ fn fedcluster(args: &[&str]) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_fedcluster"));
     c.args(args);
     c
+}
+
+/// Fig. 3's `--only-trial` selects data sets as `--only-seed` selects seeds:
+/// one outside `--trials` is refused before anything runs.
+#[test]
+fn fig3_trials_outside_the_panel_are_refused() {
+    let out = temp_dir("only-trial");
+    let dir = out.to_str().unwrap();
+    let args = ["reproduce", "ifca-synthetic-success", "--panel", "c"];
+    let more = ["--trials", "2", "--only-trial", "3", "--out", dir];
+    let run = fedcluster(&[&args[..], &more[..]].concat())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        !run.status.success() && err.contains("--only-trial 3") && err.contains("seeds 1 to 2"),
+        "{err}"
+    );
+    assert!(!out.exists());
 }
 
 #[test]

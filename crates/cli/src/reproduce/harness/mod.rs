@@ -140,7 +140,8 @@ impl Experiment {
         let seeds = 1..=self.seeds as u64;
         if let Some(bad) = o.only_seeds.iter().find(|s| !seeds.contains(s)) {
             bail!(
-                "--only-seed {bad}: {} runs seeds 1 to {} here (raise --seeds to add more)",
+                "--only-seed/--only-trial {bad}: {} runs seeds 1 to {} here \
+                 (raise --seeds, or --trials, to add more)",
                 self.name,
                 self.seeds
             );
