@@ -220,11 +220,20 @@ fn fedcluster(args: &[&str]) -> Command {
 fn fig3_trials_outside_the_panel_are_refused() {
     let out = temp_dir("only-trial");
     let dir = out.to_str().unwrap();
-    let args = ["reproduce", "ifca-synthetic-success", "--panel", "c"];
-    let more = ["--trials", "2", "--only-trial", "3", "--out", dir];
-    let run = fedcluster(&[&args[..], &more[..]].concat())
-        .output()
-        .unwrap();
+    let run = fedcluster(&[
+        "reproduce",
+        "ifca-synthetic-success",
+        "--panel",
+        "c",
+        "--trials",
+        "2",
+        "--only-trial",
+        "3",
+        "--out",
+        dir,
+    ])
+    .output()
+    .unwrap();
     let err = String::from_utf8_lossy(&run.stderr);
     assert!(
         !run.status.success() && err.contains("--only-trial 3") && err.contains("seeds 1 to 2"),
