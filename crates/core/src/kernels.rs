@@ -10,12 +10,15 @@
 //! and AVX2 (without FMA, so they multiply then add, as the portable path does)
 //! and chosen at run time too. [`exp_minus`] is a softmax's `(v - m).exp()`
 //! over a slice, four lanes at a time where the platform's `expf` is glibc's
-//! (checked).
+//! (checked). `tail` stores a vector's first lanes without a masked store,
+//! which AMD's Zen runs slowly.
 //!
 //! `benches`: `fedcluster bench ifca-synthetic` and `small-clients` (see the README).
 
 mod elementwise;
 mod expf;
+#[cfg(target_arch = "x86_64")]
+pub(crate) mod tail;
 
 pub use elementwise::{add_scaled_f64, all_abs_below, all_finite, axpy, prefetch, prefetch_item};
 pub use expf::exp_minus;

@@ -162,7 +162,7 @@ mod avx2 {
                 // The lanes off the mask at 0, on glibc's plain path.
                 let x = _mm_sub_ps(_mm_maskload_ps(at.add(full), mask), m);
                 let x = _mm_and_ps(x, _mm_castsi128_ps(mask));
-                _mm_maskstore_ps(at.add(full), mask, exp4(x));
+                super::super::tail::store_first4(at.add(full), v.len() - full, exp4(x));
             }
         }
     }

@@ -181,6 +181,34 @@ pub fn step_then_forward(
     tiny::fuses_step() && tiny::step_then_forward(w, dim, alpha, x, scale, z)
 }
 
+/// The weight update of [`step_then_forward`] alone, for a step no forward
+/// product follows: `w <- w + alpha * (scale * Δᵀ x)` with the bits of
+/// [`add_product`], `delta` (`n x rows`, row-major) holding `Δ`. `false`,
+/// and `w` untouched, where [`step_then_forward`] would decline: the caller
+/// calls [`add_product`]. (The 8-lane pass loads the samples once for four
+/// weight rows and stores its rows' last entries without a masked store.)
+pub fn gradient_step(
+    w: &mut [f32],
+    dim: usize,
+    alpha: f32,
+    x: &[f32],
+    scale: f32,
+    delta: &[f32],
+) -> bool {
+    assert!(
+        dim > 0 && w.len().is_multiple_of(dim) && x.len().is_multiple_of(dim),
+        "gradient_step: {} weights and {} inputs are not rows of {dim}",
+        w.len(),
+        x.len()
+    );
+    assert_eq!(
+        delta.len(),
+        (x.len() / dim) * (w.len() / dim),
+        "gradient_step: residuals shape"
+    );
+    tiny::fuses_step() && tiny::gradient_step(w, dim, alpha, x, scale, delta)
+}
+
 /// [`matmul`] by the `gemm` crate, for non-empty products (`k >= 1`).
 fn by_gemm(c: MatMut<'_>, a: MatRef<'_>, b: MatRef<'_>, accumulate: bool, scale: f32) {
     let (m, n, k) = (c.rows, c.cols, a.cols);

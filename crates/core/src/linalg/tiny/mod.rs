@@ -65,9 +65,8 @@ pub(super) fn add_product(
 }
 
 /// [`super::step_then_forward`] where [`add_product`] takes the `gevv`
-/// shortcut and [`matmul`] the horizontal one: one or two samples, `dim >= 2`
-/// (for `dim = 1`, `rows = 1` the update is a horizontal product too) and
-/// the CPU has FMA; `false`, nothing touched, elsewhere.
+/// shortcut and [`matmul`] the horizontal one ([`fused_shape`]); `false`,
+/// nothing touched, elsewhere.
 pub(super) fn step_then_forward(
     w: &mut [f32],
     dim: usize,
@@ -76,13 +75,8 @@ pub(super) fn step_then_forward(
     scale: f32,
     z: &mut [f32],
 ) -> bool {
-    let (n, rows) = (x.len() / dim.max(1), w.len() / dim.max(1));
-    let shortcuts = has_fma()
-        && (n == 1 || n == 2)
-        && (2..=HORIZONTAL_DEPTH).contains(&dim)
-        && rows >= 1
-        && n * rows <= HORIZONTAL_OUTPUTS;
-    if !shortcuts {
+    let n = x.len() / dim.max(1);
+    if !fused_shape(w, dim, x) {
         return false;
     }
     #[cfg(target_arch = "x86_64")]
@@ -94,9 +88,50 @@ pub(super) fn step_then_forward(
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
-        let _ = (alpha, scale, z);
+        let _ = (n, alpha, scale, z);
         false
     }
+}
+
+/// [`super::gradient_step`] where [`add_product`] takes the `gevv` shortcut
+/// and the fused pass runs (see [`step_then_forward`]); `false`, nothing
+/// touched, elsewhere.
+pub(super) fn gradient_step(
+    w: &mut [f32],
+    dim: usize,
+    alpha: f32,
+    x: &[f32],
+    scale: f32,
+    delta: &[f32],
+) -> bool {
+    let n = x.len() / dim.max(1);
+    if !fused_shape(w, dim, x) {
+        return false;
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        let samples = [&x[..dim], &x[(n - 1) * dim..][..dim]];
+        // SAFETY: `has_fma` checked the CPU; the caller checked the lengths.
+        unsafe { fused::step(w, dim, alpha, samples, n, scale, delta) };
+        true
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (n, alpha, scale, delta);
+        false
+    }
+}
+
+/// Whether the fused pass applies: one or two samples, `dim >= 2` (for
+/// `dim = 1`, `rows = 1` the update is a horizontal product too), and the
+/// CPU has FMA.
+fn fused_shape(w: &[f32], dim: usize, x: &[f32]) -> bool {
+    let (n, rows) = (x.len() / dim.max(1), w.len() / dim.max(1));
+    has_fma()
+        && (n == 1 || n == 2)
+        && (2..=HORIZONTAL_DEPTH).contains(&dim)
+        && rows >= 1
+        && n * rows <= HORIZONTAL_OUTPUTS
 }
 
 /// Whether `matmul` computes `c` by horizontal dot products.

@@ -162,3 +162,39 @@ fn a_step_then_forward_gives_the_bits_of_add_product_then_matmul() {
         assert_eq!(fused, 4 * 6 * 2);
     }
 }
+
+#[test]
+fn a_gradient_step_gives_the_bits_of_add_product() {
+    let mut stepped = 0;
+    for rows in [1, 3, 10, 16] {
+        for dim in [1, 2, 7, 8, 9, 196, 200] {
+            for n in [1, 2, 3] {
+                let x = values(n * dim, 11);
+                let start = values(rows * dim, 12);
+                let delta: Vec<f32> = values(n * rows, 13)
+                    .iter()
+                    .enumerate()
+                    .map(|(i, v)| if i % 4 == 1 { 0.0 } else { *v })
+                    .collect();
+                let (alpha, scale) = (-0.1, 1.0 / n as f32);
+                let mut w = start.clone();
+                if !gradient_step(&mut w, dim, alpha, &x, scale, &delta) {
+                    assert_eq!(w, start, "declined, so untouched");
+                    continue;
+                }
+                stepped += 1;
+                let mut want = start.clone();
+                let dt = MatRef::row_major(&delta, n, rows).t();
+                let xs = MatRef::row_major(&x, n, dim);
+                let view = MatMut::row_major(&mut want, rows, dim);
+                assert!(super::super::add_product(view, alpha, dt, xs, scale));
+                let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&w), bits(&want), "rows={rows} dim={dim} n={n}");
+            }
+        }
+    }
+    // Every shape with one or two samples and `dim >= 2`, where the CPU has FMA.
+    if has_fma() {
+        assert_eq!(stepped, 4 * 6 * 2);
+    }
+}
