@@ -167,17 +167,7 @@ pub fn step_then_forward(
     scale: f32,
     z: &mut [f32],
 ) -> bool {
-    assert!(
-        dim > 0 && w.len().is_multiple_of(dim) && x.len().is_multiple_of(dim),
-        "step_then_forward: {} weights and {} inputs are not rows of {dim}",
-        w.len(),
-        x.len()
-    );
-    assert_eq!(
-        z.len(),
-        (x.len() / dim) * (w.len() / dim),
-        "step_then_forward: residuals shape"
-    );
+    assert_step_shapes("step_then_forward", w, dim, x, z);
     tiny::fuses_step() && tiny::step_then_forward(w, dim, alpha, x, scale, z)
 }
 
@@ -195,18 +185,24 @@ pub fn gradient_step(
     scale: f32,
     delta: &[f32],
 ) -> bool {
+    assert_step_shapes("gradient_step", w, dim, x, delta);
+    tiny::fuses_step() && tiny::gradient_step(w, dim, alpha, x, scale, delta)
+}
+
+/// Panics unless `w` and `x` are rows of `dim` and `delta` holds one value
+/// per sample and weight row.
+fn assert_step_shapes(what: &str, w: &[f32], dim: usize, x: &[f32], delta: &[f32]) {
     assert!(
         dim > 0 && w.len().is_multiple_of(dim) && x.len().is_multiple_of(dim),
-        "gradient_step: {} weights and {} inputs are not rows of {dim}",
+        "{what}: {} weights and {} inputs are not rows of {dim}",
         w.len(),
         x.len()
     );
     assert_eq!(
         delta.len(),
         (x.len() / dim) * (w.len() / dim),
-        "gradient_step: residuals shape"
+        "{what}: residuals shape"
     );
-    tiny::fuses_step() && tiny::gradient_step(w, dim, alpha, x, scale, delta)
 }
 
 /// [`matmul`] by the `gemm` crate, for non-empty products (`k >= 1`).

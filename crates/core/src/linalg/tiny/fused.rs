@@ -102,10 +102,20 @@ unsafe fn pass<Z: Residuals>(
 trait Residuals {
     /// Whether the pass forms the products `x wᵀ`.
     const FORWARD: bool;
-    fn samples(&self) -> usize;
-    fn rows(&self) -> usize;
-    fn residual(&self, sample: usize, row: usize) -> f32;
+    /// `Δ`, its rows (one per weight row) and samples.
+    fn delta(&self) -> (&[f32], usize, usize);
     fn put(&mut self, row: usize, products: [f32; 2]);
+
+    fn samples(&self) -> usize {
+        self.delta().2
+    }
+    fn rows(&self) -> usize {
+        self.delta().1
+    }
+    fn residual(&self, sample: usize, row: usize) -> f32 {
+        let (delta, rows, _) = self.delta();
+        delta[sample * rows + row]
+    }
 }
 
 /// `Δ` in `z`, overwritten by the products row by row once read.
@@ -119,14 +129,8 @@ struct Forward<'z> {
 #[cfg(target_arch = "x86_64")]
 impl Residuals for Forward<'_> {
     const FORWARD: bool = true;
-    fn samples(&self) -> usize {
-        self.n
-    }
-    fn rows(&self) -> usize {
-        self.rows
-    }
-    fn residual(&self, sample: usize, row: usize) -> f32 {
-        self.z[sample * self.rows + row]
+    fn delta(&self) -> (&[f32], usize, usize) {
+        (self.z, self.rows, self.n)
     }
     fn put(&mut self, row: usize, [p0, p1]: [f32; 2]) {
         self.z[row] = p0;
@@ -147,14 +151,8 @@ struct Update<'d> {
 #[cfg(target_arch = "x86_64")]
 impl Residuals for Update<'_> {
     const FORWARD: bool = false;
-    fn samples(&self) -> usize {
-        self.n
-    }
-    fn rows(&self) -> usize {
-        self.rows
-    }
-    fn residual(&self, sample: usize, row: usize) -> f32 {
-        self.delta[sample * self.rows + row]
+    fn delta(&self) -> (&[f32], usize, usize) {
+        (self.delta, self.rows, self.n)
     }
     fn put(&mut self, _: usize, _: [f32; 2]) {}
 }

@@ -65,7 +65,7 @@ pub(super) fn add_product(
 }
 
 /// [`super::step_then_forward`] where [`add_product`] takes the `gevv`
-/// shortcut and [`matmul`] the horizontal one ([`fused_shape`]); `false`,
+/// shortcut and [`matmul`] the horizontal one ([`fused_samples`]); `false`,
 /// nothing touched, elsewhere.
 pub(super) fn step_then_forward(
     w: &mut [f32],
@@ -75,27 +75,19 @@ pub(super) fn step_then_forward(
     scale: f32,
     z: &mut [f32],
 ) -> bool {
-    let n = x.len() / dim.max(1);
-    if !fused_shape(w, dim, x) {
-        return false;
-    }
     #[cfg(target_arch = "x86_64")]
-    {
-        let samples = [&x[..dim], &x[(n - 1) * dim..][..dim]];
-        // SAFETY: `has_fma` checked the CPU; the caller checked the lengths.
+    if let Some((samples, n)) = fused_samples(w, dim, x) {
+        // SAFETY: `fused_samples` checked the CPU; the caller the lengths.
         unsafe { fused::step_then_forward(w, dim, alpha, samples, n, scale, z) };
-        true
+        return true;
     }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        let _ = (n, alpha, scale, z);
-        false
-    }
+    let _ = (w, dim, alpha, x, scale, z);
+    false
 }
 
 /// [`super::gradient_step`] where [`add_product`] takes the `gevv` shortcut
-/// and the fused pass runs (see [`step_then_forward`]); `false`, nothing
-/// touched, elsewhere.
+/// and the fused pass runs ([`fused_samples`]); `false`, nothing touched,
+/// elsewhere.
 pub(super) fn gradient_step(
     w: &mut [f32],
     dim: usize,
@@ -104,34 +96,28 @@ pub(super) fn gradient_step(
     scale: f32,
     delta: &[f32],
 ) -> bool {
-    let n = x.len() / dim.max(1);
-    if !fused_shape(w, dim, x) {
-        return false;
-    }
     #[cfg(target_arch = "x86_64")]
-    {
-        let samples = [&x[..dim], &x[(n - 1) * dim..][..dim]];
-        // SAFETY: `has_fma` checked the CPU; the caller checked the lengths.
+    if let Some((samples, n)) = fused_samples(w, dim, x) {
+        // SAFETY: `fused_samples` checked the CPU; the caller the lengths.
         unsafe { fused::step(w, dim, alpha, samples, n, scale, delta) };
-        true
+        return true;
     }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        let _ = (n, alpha, scale, delta);
-        false
-    }
+    let _ = (w, dim, alpha, x, scale, delta);
+    false
 }
 
-/// Whether the fused pass applies: one or two samples, `dim >= 2` (for
-/// `dim = 1`, `rows = 1` the update is a horizontal product too), and the
-/// CPU has FMA.
-fn fused_shape(w: &[f32], dim: usize, x: &[f32]) -> bool {
+/// The samples (the first twice for one) and their number `n`, where the
+/// fused pass applies: one or two samples, `dim >= 2` (for `dim = 1`,
+/// `rows = 1` the update is a horizontal product too), and the CPU has FMA.
+#[cfg(target_arch = "x86_64")]
+fn fused_samples<'x>(w: &[f32], dim: usize, x: &'x [f32]) -> Option<([&'x [f32]; 2], usize)> {
     let (n, rows) = (x.len() / dim.max(1), w.len() / dim.max(1));
-    has_fma()
+    let applies = has_fma()
         && (n == 1 || n == 2)
         && (2..=HORIZONTAL_DEPTH).contains(&dim)
         && rows >= 1
-        && n * rows <= HORIZONTAL_OUTPUTS
+        && n * rows <= HORIZONTAL_OUTPUTS;
+    applies.then(|| ([&x[..dim], &x[(n - 1) * dim..][..dim]], n))
 }
 
 /// Whether `matmul` computes `c` by horizontal dot products.
