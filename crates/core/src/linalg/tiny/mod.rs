@@ -125,32 +125,6 @@ fn takes_horizontal_path(c: &MatMut<'_>, a: &MatRef<'_>, b: &MatRef<'_>) -> bool
     has_fma() && a.col_stride == 1 && b.row_stride == 1 && c.rows * c.cols <= HORIZONTAL_OUTPUTS
 }
 
-/// Whether [`super::step_then_forward`] runs the fused pass: everywhere but
-/// on Intel's AVX-512, where the separate 16-lane kernels were faster. On
-/// AMD's AVX-512 (Zen 4, 512-bit operations on 256-bit halves) the fused
-/// 8-lane pass took the small-clients round from 0.34 to 0.28 ms.
-pub(super) fn fuses_step() -> bool {
-    !has_avx512() || is_amd()
-}
-
-/// Whether the CPU is AMD's (`cpuid` leaf 0, asked once).
-fn is_amd() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        static AMD: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-        *AMD.get_or_init(|| {
-            // Leaf 0's vendor string is in `ebx`, `edx`, `ecx`, in that order.
-            let id = std::arch::x86_64::__cpuid(0);
-            let vendor = [id.ebx, id.edx, id.ecx].map(u32::to_le_bytes);
-            vendor.concat() == b"AuthenticAMD"
-        })
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
-}
-
 /// Whether the CPU has AVX-512F.
 pub(super) fn has_avx512() -> bool {
     #[cfg(target_arch = "x86_64")]
