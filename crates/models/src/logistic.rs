@@ -15,9 +15,7 @@
 //! gradients (`replicas·classes × dim`).
 
 use fedcluster_core::kernels::{all_abs_below, exp_minus};
-use fedcluster_core::linalg::{
-    MatMut, MatRef, add_product, gradient_step, matmul, step_then_forward,
-};
+use fedcluster_core::linalg::{MatMut, MatRef, add_product, matmul, step_then_forward};
 use fedcluster_core::model::{argmin_f64, gradient_descent};
 use fedcluster_core::params::{all_finite, axpy};
 use fedcluster_core::{Batch, Model, Rng, Targets, TensorSpec, Workspace};
@@ -156,9 +154,7 @@ impl LogisticRegression {
     /// is fused with the product that forms their gradient
     /// ([`fedcluster_core::linalg::add_product`]) and, unless the step is the
     /// last, with the next step's logits
-    /// ([`fedcluster_core::linalg::step_then_forward`], where it runs; the
-    /// last step's update alone is
-    /// [`fedcluster_core::linalg::gradient_step`], where it runs); the
+    /// ([`fedcluster_core::linalg::step_then_forward`], where it runs); the
     /// second value says whether workspace buffer 0 now holds those logits.
     fn step(
         &self,
@@ -183,8 +179,7 @@ impl LogisticRegression {
         // The bias gradient first: the fused step overwrites the residuals.
         bias_grad(z, c, 0, s, gb);
         let forwarded = !plan.last && step_then_forward(pw, d, -lr, batch.x, s, z);
-        let stepped = forwarded || (plan.last && gradient_step(pw, d, -lr, batch.x, s, z));
-        if !stepped {
+        if !forwarded {
             let (zt, x) = self.backward_operands(z, batch.x);
             if !add_product(MatMut::row_major(pw, c, d), -lr, zt, x, s) {
                 matmul(MatMut::row_major(gw, c, d), zt, x, false, s);

@@ -131,6 +131,9 @@ pub fn matmul(mut c: MatMut<'_>, a: MatRef<'_>, b: MatRef<'_>, accumulate: bool,
 /// for the products `matmul` computes by `gemm`'s `gevv` (an inner dimension
 /// of 1 or 2: a gradient step of a one- or two-sample client); `false`, and
 /// `y` untouched, for any other product: the caller takes the two steps.
+/// A linear layer's step (`y` the weights and `b` the samples row-major, `a`
+/// the transposed residuals) runs as the pass of [`step_then_forward`]
+/// without its products, 8 lanes wide, where that pass runs.
 pub fn add_product(
     mut y: MatMut<'_>,
     alpha: f32,
@@ -166,42 +169,18 @@ pub fn step_then_forward(
     scale: f32,
     z: &mut [f32],
 ) -> bool {
-    assert_step_shapes("step_then_forward", w, dim, x, z);
-    tiny::step_then_forward(w, dim, alpha, x, scale, z)
-}
-
-/// The weight update of [`step_then_forward`] alone, for a step no forward
-/// product follows: `w <- w + alpha * (scale * Δᵀ x)` with the bits of
-/// [`add_product`], `delta` (`n x rows`, row-major) holding `Δ`. `false`,
-/// and `w` untouched, where [`step_then_forward`] would decline: the caller
-/// calls [`add_product`]. (The 8-lane pass loads the samples once for four
-/// weight rows and stores its rows' last entries without a masked store.)
-pub fn gradient_step(
-    w: &mut [f32],
-    dim: usize,
-    alpha: f32,
-    x: &[f32],
-    scale: f32,
-    delta: &[f32],
-) -> bool {
-    assert_step_shapes("gradient_step", w, dim, x, delta);
-    tiny::gradient_step(w, dim, alpha, x, scale, delta)
-}
-
-/// Panics unless `w` and `x` are rows of `dim` and `delta` holds one value
-/// per sample and weight row.
-fn assert_step_shapes(what: &str, w: &[f32], dim: usize, x: &[f32], delta: &[f32]) {
     assert!(
         dim > 0 && w.len().is_multiple_of(dim) && x.len().is_multiple_of(dim),
-        "{what}: {} weights and {} inputs are not rows of {dim}",
+        "step_then_forward: {} weights and {} inputs are not rows of {dim}",
         w.len(),
         x.len()
     );
     assert_eq!(
-        delta.len(),
+        z.len(),
         (x.len() / dim) * (w.len() / dim),
-        "{what}: residuals shape"
+        "step_then_forward: residuals shape"
     );
+    tiny::step_then_forward(w, dim, alpha, x, scale, z)
 }
 
 /// [`matmul`] by the `gemm` crate, for non-empty products (`k >= 1`).

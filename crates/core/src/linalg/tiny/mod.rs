@@ -53,7 +53,8 @@ pub(super) fn matmul(c: &mut MatMut<'_>, a: &MatRef<'_>, b: &MatRef<'_>, scale: 
 /// `y <- y + alpha * (scale * a * b)` where [`matmul`] would take the `gevv`
 /// shortcut: each product rounded as `matmul` rounds it, then added as
 /// `axpy` adds it, so the same bits as the two calls without the product's
-/// matrix; `false` (and `y` untouched) elsewhere.
+/// matrix ([`fused_update`] where it applies, else `gevv`); `false` (and
+/// `y` untouched) elsewhere.
 pub(super) fn add_product(
     y: &mut MatMut<'_>,
     alpha: f32,
@@ -61,7 +62,41 @@ pub(super) fn add_product(
     b: &MatRef<'_>,
     scale: f32,
 ) -> bool {
-    !takes_horizontal_path(y, a, b) && gevv(y, a, b, scale, Sink::AddScaled(alpha))
+    !takes_horizontal_path(y, a, b)
+        && (fused_update(y, alpha, a, b, scale) || gevv(y, a, b, scale, Sink::AddScaled(alpha)))
+}
+
+/// [`add_product`] by the fused pass without products (8 lanes, the samples
+/// loaded once for four weight rows): for `y` (the weights, `rows x dim`)
+/// and `b` (the samples, `n x dim`) row-major and `a` the transpose of a
+/// row-major `n x rows` (`Δᵀ`, a linear layer's gradient step) where
+/// [`fused_samples`] applies; `false`, nothing touched, elsewhere.
+fn fused_update(
+    y: &mut MatMut<'_>,
+    alpha: f32,
+    a: &MatRef<'_>,
+    b: &MatRef<'_>,
+    scale: f32,
+) -> bool {
+    let (rows, dim, n) = (y.rows, y.cols, a.cols);
+    let rows_in_order =
+        (y.col_stride, y.row_stride, b.col_stride, b.row_stride) == (1, dim, 1, dim);
+    if !rows_in_order || (a.row_stride, a.col_stride) != (1, rows) {
+        return false;
+    }
+    let (w, x, delta) = (
+        &mut y.data[..rows * dim],
+        &b.data[..n * dim],
+        &a.data[..n * rows],
+    );
+    #[cfg(target_arch = "x86_64")]
+    if let Some((samples, n)) = fused_samples(w, dim, x) {
+        // SAFETY: `fused_samples` checked the CPU; the slices have the shapes.
+        unsafe { fused::step(w, dim, alpha, samples, n, scale, delta) };
+        return true;
+    }
+    let _ = (w, alpha, x, scale, delta);
+    false
 }
 
 /// [`super::step_then_forward`] where [`add_product`] takes the `gevv`
@@ -82,27 +117,6 @@ pub(super) fn step_then_forward(
         return true;
     }
     let _ = (w, dim, alpha, x, scale, z);
-    false
-}
-
-/// [`super::gradient_step`] where [`add_product`] takes the `gevv` shortcut
-/// and the fused pass runs ([`fused_samples`]); `false`, nothing touched,
-/// elsewhere.
-pub(super) fn gradient_step(
-    w: &mut [f32],
-    dim: usize,
-    alpha: f32,
-    x: &[f32],
-    scale: f32,
-    delta: &[f32],
-) -> bool {
-    #[cfg(target_arch = "x86_64")]
-    if let Some((samples, n)) = fused_samples(w, dim, x) {
-        // SAFETY: `fused_samples` checked the CPU; the caller the lengths.
-        unsafe { fused::step(w, dim, alpha, samples, n, scale, delta) };
-        return true;
-    }
-    let _ = (w, dim, alpha, x, scale, delta);
     false
 }
 

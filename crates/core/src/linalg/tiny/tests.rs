@@ -78,6 +78,11 @@ fn view(v: &mut [f32], m: usize, n: usize, transposed: bool) -> MatMut<'_> {
     }
 }
 
+/// The values' bit patterns, for comparisons that tell -0.0 from 0.0.
+fn bits(v: &[f32]) -> Vec<u32> {
+    v.iter().map(|f| f.to_bits()).collect()
+}
+
 #[test]
 fn add_product_gives_the_bits_of_matmul_then_axpy() {
     let mut fused_shapes = 0;
@@ -98,7 +103,6 @@ fn add_product_gives_the_bits_of_matmul_then_axpy() {
                     super::super::matmul(view(&mut product, m, n, c_t), a, b, false, scale);
                     // `product`, `want` and `got` share one storage order.
                     crate::kernels::axpy(alpha, &product, &mut want);
-                    let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
                     assert_eq!(bits(&got), bits(&want), "m={m} n={n} k={k} c_t={c_t}");
                 } else {
                     assert_eq!(got, start, "declined, so untouched");
@@ -150,7 +154,6 @@ fn a_step_then_forward_gives_the_bits_of_add_product_then_matmul() {
                 let mut want_z = vec![f32::NAN; n * rows];
                 let wt = MatRef::row_major(&want_w, rows, dim).t();
                 super::super::matmul(MatMut::row_major(&mut want_z, n, rows), xs, wt, false, 1.0);
-                let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
                 let shape = format!("rows={rows} dim={dim} n={n}");
                 assert_eq!(bits(&w), bits(&want_w), "weights, {shape}");
                 assert_eq!(bits(&z), bits(&want_z), "products, {shape}");
@@ -164,7 +167,7 @@ fn a_step_then_forward_gives_the_bits_of_add_product_then_matmul() {
 }
 
 #[test]
-fn a_gradient_step_gives_the_bits_of_add_product() {
+fn a_fused_update_gives_the_bits_of_matmul_then_axpy() {
     let mut stepped = 0;
     for rows in [1, 3, 10, 16] {
         for dim in [1, 2, 7, 8, 9, 196, 200] {
@@ -177,18 +180,30 @@ fn a_gradient_step_gives_the_bits_of_add_product() {
                     .map(|(i, v)| if i % 4 == 1 { 0.0 } else { *v })
                     .collect();
                 let (alpha, scale) = (-0.1, 1.0 / n as f32);
+                let dt = MatRef::row_major(&delta, n, rows).t();
+                let xs = MatRef::row_major(&x, n, dim);
                 let mut w = start.clone();
-                if !gradient_step(&mut w, dim, alpha, &x, scale, &delta) {
+                if !fused_update(
+                    &mut MatMut::row_major(&mut w, rows, dim),
+                    alpha,
+                    &dt,
+                    &xs,
+                    scale,
+                ) {
                     assert_eq!(w, start, "declined, so untouched");
                     continue;
                 }
                 stepped += 1;
+                let mut product = vec![f32::NAN; rows * dim];
+                super::super::matmul(
+                    MatMut::row_major(&mut product, rows, dim),
+                    dt,
+                    xs,
+                    false,
+                    scale,
+                );
                 let mut want = start.clone();
-                let dt = MatRef::row_major(&delta, n, rows).t();
-                let xs = MatRef::row_major(&x, n, dim);
-                let view = MatMut::row_major(&mut want, rows, dim);
-                assert!(super::super::add_product(view, alpha, dt, xs, scale));
-                let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+                crate::kernels::axpy(alpha, &product, &mut want);
                 assert_eq!(bits(&w), bits(&want), "rows={rows} dim={dim} n={n}");
             }
         }
