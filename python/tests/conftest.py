@@ -47,3 +47,48 @@ def small_mixture(**algorithm) -> dict:
         "model": {"kind": "linear"},
         "algorithm": {"name": "ifca", "clusters": 2, "lr": 0.1, **algorithm},
     }
+
+
+#: An ``[algorithm]`` table for :func:`small_mixture`'s data per algorithm of
+#: the table (the two-phase method has its own data: :func:`small_run`).
+SMALL_ALGORITHMS: dict[str, dict] = {
+    "ifca": {"name": "ifca", "clusters": 2, "lr": 0.1},
+    "cflmgd": {"name": "cflmgd", "clusters": 2, "aggregation": "model", "lr": 0.02, "momentum": 0.9,
+               "local_steps": 5, "restarts": 2, "init": {"kind": "gaussian", "std": 1.0}},
+    "oneshot": {"name": "oneshot", "clusters": 2, "erm_steps": 20, "erm_lr": 0.1, "lr": 0.1,
+                "aggregation": "model", "local_steps": 2},
+    "global": {"name": "global", "lr": 0.1},
+    "oracle": {"name": "oracle", "lr": 0.1},
+    "local": {"name": "local", "lr": 0.1},
+    "fedprox": {"name": "fedprox", "lr": 0.1},
+    "srfca": {"name": "srfca", "threshold": {"kind": "quantile", "value": 0.3}, "local_steps": 20,
+              "local_lr": 0.05, "refine_rounds": 3, "lr": 0.1,
+              "local_optimizer": {"kind": "adam", "batch_size": 16}},
+    "local-kmeans": {"name": "local-kmeans", "clusters": 2, "erm_steps": 20, "erm_lr": 0.1, "lr": 0.1},
+    "cfl": {"name": "cfl", "lr": 0.05, "local_steps": 3, "eps1": 0.05, "eps2": 0.1, "warmup_rounds": 3},
+    "fedsoft": {"name": "fedsoft", "clusters": 2, "lr": 0.05, "local_steps": 3, "participation": 0.7,
+                "init": {"kind": "gaussian", "std": 1.0}},
+    "fedavgm": {"name": "fedavgm", "lr": 0.1},
+}
+
+
+def small_run(name: str, rounds: int = 6) -> dict:
+    """A small config dict of the algorithm ``name`` of fedcluster's table;
+    a ``KeyError`` for a name without one here (add one with each new
+    algorithm: the tests that cover the table fail until then)."""
+    if name == "twophase":
+        return {
+            "name": "small-two-phase",
+            "seed": 3,
+            "rounds": rounds,
+            "data": {"kind": "mixed-regression", "dim": 6, "clusters": 2, "probs": [0.4, 0.6],
+                     "client_sizes": [{"count": 30, "points": 10}, {"count": 6, "points": 40}],
+                     "test_points_per_client": 5},
+            "model": {"kind": "linear"},
+            "algorithm": {"name": "twophase", "clusters": 2, "lr": 0.02, "init": {"kind": "gaussian", "std": 0.6},
+                          "phase1": {"iterations": 2, "alpha": 2.0, "beta": 2.0, "separation": 1.5}},
+        }
+    config = small_mixture()
+    config["algorithm"] = SMALL_ALGORITHMS[name]
+    config["rounds"] = rounds
+    return config

@@ -18,7 +18,7 @@ if flower_missing:
 pytestmark = pytest.mark.skipif(flower_missing, reason="flwr is not installed")
 
 import fedcluster  # noqa: E402
-from conftest import small_mixture  # noqa: E402
+from conftest import small_mixture, small_run  # noqa: E402
 from test_run import same_metrics  # noqa: E402
 
 
@@ -93,29 +93,40 @@ def test_the_strategy_over_two_nodes_gives_the_runs_metrics(messages):
     assert grid.sent == 2 + 4 * per_round  # the two queries, then the rounds
 
 
-CLUSTERING = {
-    "srfca": {"name": "srfca", "threshold": {"kind": "quantile", "value": 0.3}, "local_steps": 20,
-              "local_lr": 0.05, "refine_rounds": 3, "lr": 0.1,
-              "local_optimizer": {"kind": "adam", "batch_size": 16}},
-    "cfl": {"name": "cfl", "lr": 0.05, "local_steps": 3, "eps1": 0.05, "eps2": 0.1, "warmup_rounds": 3},
-    "fedsoft": {"name": "fedsoft", "clusters": 2, "lr": 0.05, "local_steps": 3, "participation": 0.7,
-                "init": {"kind": "gaussian", "std": 1.0}},
-    "cflmgd": {"name": "cflmgd", "clusters": 2, "aggregation": "model", "lr": 0.02, "momentum": 0.9,
-               "local_steps": 5, "restarts": 2, "init": {"kind": "gaussian", "std": 1.0}},
-}
+@pytest.mark.parametrize("name", fedcluster.messages.algorithm_names())
+def test_every_algorithm_runs_as_its_strategy_with_the_runs_metrics(name):
+    from fedcluster.flower import STRATEGIES
 
-
-@pytest.mark.parametrize("name", sorted(CLUSTERING))
-def test_every_clustering_algorithm_runs_as_a_strategy_with_the_runs_metrics(name):
-    from fedcluster.flower import Cfl, CflMgd, FedSoft, SrFca
-
-    strategy_class = {"srfca": SrFca, "cfl": Cfl, "fedsoft": FedSoft, "cflmgd": CflMgd}[name]
-    config = small_mixture()
-    config["algorithm"] = CLUSTERING[name]
-    config["rounds"] = 6
-    strategy = strategy_class(config, messages="per-node")
-    strategy.start(LocalGrid([{"clients": "0-9"}, {"clients": "10-23"}]), timeout=60)
+    config = small_run(name)
+    strategy = STRATEGIES[name](config, messages="per-node")
+    strategy.start(LocalGrid([{"partition-id": 0, "num-partitions": 2}, {"partition-id": 1, "num-partitions": 2}]))
     assert same_metrics(strategy.outcome(), fedcluster.run(config))
+
+
+def test_every_algorithm_of_the_table_has_a_strategy_class():
+    import pickle
+
+    import fedcluster.flower as flower
+
+    table = fedcluster.messages.algorithms()
+    assert list(flower.STRATEGIES) == [a.name for a in table]
+    for a in table:
+        cls = getattr(flower, a.type_name)
+        assert flower.STRATEGIES[a.name] is cls and a.type_name in flower.__all__
+        assert issubclass(cls, flower.ClusteredStrategy) and cls.algorithm == a.name
+        assert (cls.__module__, cls.__qualname__) == ("fedcluster.flower.strategy", a.type_name)
+        assert a.title in cls.__doc__ and f'name = "{a.name}"' in cls.__doc__
+        assert pickle.loads(pickle.dumps(cls)) is cls
+    # The names the strategies had before they came from the table, and the two new ones.
+    for name in ("Ifca", "CflMgd", "SrFca", "FedSoft", "Cfl", "TwoPhase", "OneShot", "Global", "Local",
+                 "LocalKMeans", "Oracle", "FedProx", "FedAvgM"):
+        assert name in flower.__all__
+
+    class Tuned(flower.FedProx):
+        """A user's subclass keeps the algorithm check."""
+
+    with pytest.raises(ValueError, match="Tuned runs `fedprox`, but the config's algorithm is `ifca`"):
+        Tuned(small_mixture())
 
 
 def test_the_two_phase_method_runs_as_a_strategy_with_the_runs_metrics(repo):

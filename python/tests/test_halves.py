@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import small_mixture
+from conftest import SMALL_ALGORITHMS, small_mixture, small_run
 from test_run import same_metrics
 
 import fedcluster
@@ -147,3 +147,98 @@ def test_a_client_from_arrays_answers_like_the_data_sets_client():
     assert given.handle(message, round=0, num_clients=24).tobytes() == reply.tobytes()
     other = fedcluster.Client.from_arrays(config, client, x, y + 1.0)
     assert other.handle(message, round=0, num_clients=24).tobytes() != reply.tobytes()
+
+
+# -- any algorithm's messages, read by its name ----------------------------------
+
+
+def exchange(config, rounds: int = 3):
+    """Runs ``rounds`` rounds of ``config`` through the halves; yields each
+    round's ``(planned, client, message, reply)`` and the round's result."""
+    server = fedcluster.Server(config)
+    clients = fedcluster.Client.many(server.config, range(server.num_clients))
+    for _ in range(rounds):
+        planned = server.plan()
+        if planned is None:
+            return
+        replies = []
+        for client, message in planned.messages:
+            reply = clients[client].handle(message, round=planned.round, num_clients=planned.num_clients)
+            server.receive(client, reply)
+            replies.append((client, message, reply))
+        done = server.finish()
+        assert done.rejected == []
+        yield server, planned, replies, done
+
+
+@pytest.mark.parametrize("name", fedcluster.messages.algorithm_names())
+def test_every_algorithms_messages_decode_by_its_name(name):
+    seen = 0
+    for _, _, replies, _ in exchange(small_run(name, rounds=4), rounds=4):
+        for _, message, reply in replies:
+            down = fedcluster.messages.decode_down(name, message)
+            up = fedcluster.messages.decode_up(name, reply)
+            assert isinstance(down, (dict, str, type(None))) and isinstance(up, (dict, str, type(None)))
+            seen += 1
+    assert seen > 0
+
+
+def test_the_table_lists_every_algorithm_with_its_type_name_and_title():
+    table = fedcluster.messages.algorithms()
+    assert [a.name for a in table] == fedcluster.messages.algorithm_names()
+    assert set(fedcluster.messages.algorithm_names()) == set(SMALL_ALGORITHMS) | {"twophase"}
+    by_name = {a.name: a for a in table}
+    assert by_name["local-kmeans"].type_name == "LocalKMeans"
+    assert by_name["fedavgm"].type_name == "FedAvgM"
+    assert all(a.title and "\n" not in a.title for a in table)
+
+
+def test_a_fedavgm_message_and_reply_decode_to_their_fields():
+    config = small_run("fedavgm", rounds=2)
+    rounds = list(exchange(config, rounds=2))
+    server = rounds[0][0]
+    first, second = rounds
+    # Round 1 sends the model round 0 ended with, value for value.
+    _, _, _, done = first
+    model = np.concatenate([done.models[0][name].ravel() for name, _ in server.layout])
+    _, _, replies, _ = second
+    client, message, reply = replies[0]
+    down = fedcluster.messages.decode_down("fedavgm", message)
+    assert down["cluster"] == 0
+    assert np.array_equal(np.array(down["model"], dtype=np.float32), model)
+    up = fedcluster.messages.decode_up("fedavgm", reply)
+    assert sorted(up) == ["loss", "payload", "samples"]
+    assert up["samples"] == 20 and len(up["payload"]) == model.size and np.isfinite(up["loss"])
+    # The uint8 array Client.handle returns and its bytes read the same.
+    assert fedcluster.messages.decode_up("fedavgm", reply.tobytes()) == up
+
+
+def test_ifca_messages_read_by_name_match_the_numpy_reader():
+    _, _, replies, _ = next(exchange(small_mixture(), rounds=1))
+    _, message, reply = replies[0]
+    down, numpy_down = fedcluster.messages.decode_down("ifca", message), fedcluster.ifca.decode_down(message)
+    assert np.array_equal(np.array(down["models"], dtype=np.float32), numpy_down.models.ravel())
+    assert down["lrs"] == list(numpy_down.lrs) and (down["replicas"], down["k"]) == (1, 2)
+    up, numpy_up = fedcluster.messages.decode_up("ifca", reply), fedcluster.ifca.decode_up(reply)
+    assert np.array_equal(np.array(up["payload"], dtype=np.float32), numpy_up.payload)
+    assert up["chosen"] == list(numpy_up.chosen) and up["samples"] == numpy_up.samples
+
+
+def test_the_decoder_refuses_unknown_names_and_malformed_bytes():
+    _, _, replies, _ = next(exchange(small_run("global", rounds=1), rounds=1))
+    _, message, reply = replies[0]
+    message, reply = message.tobytes(), reply.tobytes()
+    with pytest.raises(ValueError, match=r"unknown algorithm `fedfoo`: expected one of ifca, cflmgd, .*fedavgm"):
+        fedcluster.messages.decode_down("fedfoo", message)
+    with pytest.raises(ValueError, match="unknown algorithm `Global`"):
+        fedcluster.messages.decode_up("Global", reply)
+    with pytest.raises(ValueError, match=r"not a `global` server-to-client message \(3 bytes\)"):
+        fedcluster.messages.decode_down("global", b"\xff\xff\xff")
+    with pytest.raises(ValueError, match="not a `global` client-to-server message"):
+        fedcluster.messages.decode_up("global", reply[: len(reply) // 2])
+    with pytest.raises(ValueError, match="1 bytes after the message"):
+        fedcluster.messages.decode_down("global", message + b"\x00")
+    with pytest.raises(ValueError, match="not a `ifca` server-to-client message"):
+        fedcluster.messages.decode_down("ifca", message)
+    with pytest.raises(TypeError, match="message: expected a uint8 array, got dtype float32"):
+        fedcluster.messages.decode_down("global", np.zeros(4, dtype=np.float32))

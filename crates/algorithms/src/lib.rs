@@ -6,7 +6,9 @@
 //! protocol and implementing [`table::Algorithm`] (its config and the
 //! construction of its halves). The algorithm table below is the one list of
 //! algorithms: it declares their modules and the closed [`AlgorithmConfig`]
-//! enum, from which names, validation and dispatch derive.
+//! enum, from which names, validation and dispatch derive, and each line's
+//! title, which [`AlgorithmConfig::TABLE`] hands to what names algorithms
+//! outside Rust (the Python package's Flower strategies).
 //! - [`ifca`]: IFCA, gradient and model averaging, partial participation,
 //!   restarts, stable-identity saving (Ghosh et al. 2022, Algorithm 2);
 //! - [`cflmgd`]: CFL-MGD, IFCA with Polyak momentum (Zhao et al., Algorithm 1);
@@ -35,22 +37,35 @@ pub mod table;
 use table::algorithm_table;
 
 algorithm_table! {
+    /// IFCA, the iterative federated clustering algorithm (Ghosh et al. 2022).
     Ifca = "ifca" in ifca::Ifca,
+    /// CFL-MGD, IFCA with Polyak momentum (Zhao et al.).
     Cflmgd = "cflmgd" in cflmgd::CflMgd,
+    /// One-shot clustering: local ERM, k-means, then FedAvg per cluster (Ghosh et al. 2022).
     Oneshot = "oneshot" in oneshot::OneShot,
+    /// One global model trained with FedAvg (McMahan et al. 2017).
     Global = "global" in global::Global,
+    /// FedAvg inside the true clusters, an oracle baseline.
     Oracle = "oracle" in oracle::Oracle,
+    /// Local models: every client trains alone.
     Local = "local" in local::Local,
+    /// The two-phase anchor-client method for mixed regression (Su, Xu, Yang 2024).
     Twophase = "twophase" in twophase::TwoPhase,
+    /// FedProx, one global model with proximal local solves (Li et al. 2020).
     Fedprox = "fedprox" in fedprox::FedProx,
+    /// SR-FCA, threshold-graph clustering successively refined, k unknown.
     Srfca = "srfca" in srfca::SrFca,
+    /// Local-KMeans: local models, k-means on them, then FedAvg per cluster.
     LocalKmeans = "local-kmeans" in local_kmeans::LocalKMeans,
+    /// CFL, recursive bi-partitioning (Sattler, Müller, Samek 2021).
     Cfl = "cfl" in cfl::Cfl,
+    /// FedSoft, soft clustering with proximal local updates (Ruan, Joe-Wong 2022).
     Fedsoft = "fedsoft" in fedsoft::FedSoft,
+    /// FedAvgM, FedAvg with server momentum (Hsu, Qi, Brown 2019).
     Fedavgm = "fedavgm" in fedavgm::FedAvgM,
 }
 
 pub use common::aggregate::Aggregation;
 pub use common::checked::{Checked, FieldError, Validate};
 pub use common::init::InitScheme;
-pub use table::{Algorithm, Setup, TrueClusters, Visit, VisitType};
+pub use table::{Algorithm, AlgorithmInfo, Setup, TrueClusters, Visit, VisitType};

@@ -161,12 +161,30 @@ pub trait VisitType {
     fn visit<A: Algorithm>(self) -> Self::Output;
 }
 
+/// One line of the algorithm table as data, for what names algorithms
+/// outside Rust (the Python package's Flower strategy classes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AlgorithmInfo {
+    /// The `name` a config gives it (`"local-kmeans"`).
+    pub name: &'static str,
+    /// Its type in this crate (`"LocalKMeans"`), a name in CamelCase.
+    pub type_name: &'static str,
+    /// One line on what it is and where it comes from (the table line's doc
+    /// comment).
+    pub title: &'static str,
+}
+
 /// Declares the algorithm modules and the closed [`crate::AlgorithmConfig`]
-/// enum, one line per algorithm: `Variant = "name" in module::Type,`. Names,
-/// validation, dispatch ([`crate::AlgorithmConfig::visit`]) and the
-/// unknown-name error all derive from these lines.
+/// enum, one line per algorithm, each with a one-line doc comment (its
+/// title): `/// Title` then `Variant = "name" in module::Type,`. Names,
+/// validation, dispatch ([`crate::AlgorithmConfig::visit`]), the
+/// unknown-name error and [`crate::AlgorithmConfig::TABLE`] all derive from
+/// these lines.
 macro_rules! algorithm_table {
-    ($($variant:ident = $name:literal in $module:ident :: $algorithm:ident,)*) => {
+    ($(
+        #[doc = $title:literal]
+        $variant:ident = $name:literal in $module:ident :: $algorithm:ident,
+    )*) => {
         $(pub mod $module;)*
 
         /// The algorithms, chosen by `name` in the `[algorithm]` table.
@@ -174,6 +192,8 @@ macro_rules! algorithm_table {
         #[serde(tag = "name", deny_unknown_fields)]
         pub enum AlgorithmConfig {
             $(
+                #[doc = $title]
+                #[doc = ""]
                 #[doc = concat!("`name = \"", $name, "\"`: see [`", stringify!($module), "`].")]
                 #[serde(rename = $name)]
                 $variant(<$module::$algorithm as $crate::table::Algorithm>::Config),
@@ -183,6 +203,13 @@ macro_rules! algorithm_table {
         impl AlgorithmConfig {
             /// Every algorithm name, in table order.
             pub const NAMES: &[&str] = &[$($name),*];
+
+            /// Every line of the table, in table order.
+            pub const TABLE: &[$crate::table::AlgorithmInfo] = &[$($crate::table::AlgorithmInfo {
+                name: $name,
+                type_name: stringify!($algorithm),
+                title: $title.trim_ascii(),
+            }),*];
 
             /// The `name` of the algorithm as written in configs.
             pub fn name(&self) -> &'static str {
@@ -225,3 +252,34 @@ macro_rules! algorithm_table {
     };
 }
 pub(crate) use algorithm_table;
+
+#[cfg(test)]
+mod tests {
+    use crate::AlgorithmConfig;
+
+    #[test]
+    fn every_line_of_the_table_has_a_title_and_a_distinct_type_name() {
+        let table = AlgorithmConfig::TABLE;
+        let names: Vec<&str> = table.iter().map(|a| a.name).collect();
+        assert_eq!(names, AlgorithmConfig::NAMES);
+        let mut types: Vec<&str> = table.iter().map(|a| a.type_name).collect();
+        types.sort_unstable();
+        types.dedup();
+        assert_eq!(types.len(), table.len(), "two algorithms share a type name");
+        for a in table {
+            assert!(
+                a.type_name.starts_with(|c: char| c.is_ascii_uppercase()),
+                "{}: type name {}",
+                a.name,
+                a.type_name
+            );
+            assert!(
+                !a.title.is_empty() && a.title == a.title.trim() && !a.title.contains('\n'),
+                "{}: title {:?}",
+                a.name,
+                a.title
+            );
+        }
+        assert_eq!(AlgorithmConfig::TABLE[0].type_name, "Ifca");
+    }
+}

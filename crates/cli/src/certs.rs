@@ -8,7 +8,7 @@ use std::path::Path;
 use anyhow::{Context, Result, bail};
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
 
-use crate::whole_file::{write_secret, write_whole};
+use fedcluster_run::whole_file::{write_secret, write_whole};
 
 /// Files written by [`generate`].
 pub const FILES: [&str; 6] = [

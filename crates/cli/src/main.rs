@@ -8,13 +8,13 @@ use anyhow::Result;
 use clap::{Parser, Subcommand};
 
 use fedcluster_cli::bench::{BenchOptions, Benchmark, gemm_peak, run_bench};
-use fedcluster_cli::checkpoint::{CHECKPOINT_FILE, Policy};
-use fedcluster_cli::config::{DEFAULT_CONFIG, RunConfig, data_dir_override, init_from_override};
-use fedcluster_cli::experiment::{Control, build_data_set, build_model, execute_controlled};
 use fedcluster_cli::progress::RoundProgress;
 use fedcluster_cli::reproduce_command::Reproduce;
-use fedcluster_cli::rundir::{Extras, RunDir, free_run_dir, sibling, write_run};
 use fedcluster_cli::table::{metric, render};
+use fedcluster_run::checkpoint::{CHECKPOINT_FILE, Policy};
+use fedcluster_run::config::{DEFAULT_CONFIG, RunConfig, data_dir_override, init_from_override};
+use fedcluster_run::experiment::{Control, build_data_set, build_model, execute_controlled};
+use fedcluster_run::rundir::{Extras, RunDir, free_run_dir, sibling, write_run};
 
 /// mimalloc keeps freed pages for reuse: every round allocates and frees the
 /// clients' reply buffers, which with the system allocator cost page faults

@@ -5,10 +5,10 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 
-use crate::config::{RunConfig, data_dir_override};
-use crate::network;
 use crate::progress::RoundProgress;
-use crate::rundir::{Extras, RunDir, free_run_dir, sibling, write_run};
+use fedcluster_run::config::{RunConfig, data_dir_override};
+use fedcluster_run::network;
+use fedcluster_run::rundir::{Extras, RunDir, free_run_dir, sibling, write_run};
 
 /// `fedcluster serve`'s arguments.
 #[derive(Debug, clap::Args)]

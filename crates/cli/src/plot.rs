@@ -5,7 +5,7 @@ use std::path::Path;
 use anyhow::{Result, anyhow};
 use plotters::prelude::*;
 
-use crate::whole_file::write_whole;
+use fedcluster_run::whole_file::write_whole;
 
 /// Series longer than this are drawn without point markers.
 pub const MARKER_LIMIT: usize = 60;

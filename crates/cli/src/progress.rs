@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::experiment::Progress;
+use fedcluster_run::experiment::Progress;
 
 /// How often a run in progress is logged as a line.
 pub const LOG_EVERY: Duration = Duration::from_secs(120);

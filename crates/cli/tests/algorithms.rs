@@ -45,9 +45,8 @@ fn stable_identity_saving_sends_less_and_learns_the_same() {
     let base = "name = \"ifca\"\nclusters = 2\naggregation = \"gradient\"\nlr = 0.5\nrestarts = 1\ninit = { kind = \"gaussian\", std = 1.0 }";
     let plain = check(&small(base, 200), &[]);
     let saving = check(&small(&format!("{base}\nstable_rounds = 5"), 200), &[]);
-    let down = |o: &fedcluster_cli::experiment::Outcome| {
-        o.records.iter().map(|r| r.bytes_down).sum::<u64>()
-    };
+    let down =
+        |o: &fedcluster_run::outcome::Outcome| o.records.iter().map(|r| r.bytes_down).sum::<u64>();
     assert!(
         down(&saving) * 10 < down(&plain) * 7,
         "saving {} vs plain {}",

@@ -2,8 +2,9 @@
 
 #![allow(dead_code)]
 
-use fedcluster_cli::config::RunConfig;
-use fedcluster_cli::experiment::{Outcome, build_data, execute};
+use fedcluster_run::config::RunConfig;
+use fedcluster_run::experiment::{build_data, execute};
+use fedcluster_run::outcome::Outcome;
 
 /// A small IFCA-synthetic problem that is easy when the clustering is right:
 /// (m, n, d, k) = (20, 100, 20, 2), σ = 0.1, R = 1.
@@ -46,17 +47,24 @@ pub fn last(o: &Outcome) -> fedcluster_sim::record::RoundRecord {
 /// project's workspace), with a note on stderr naming `test` that shows even
 /// when `cargo test` captures the test's output.
 pub fn mnist_dir(test: &str) -> Option<std::path::PathBuf> {
+    real_data_dir("mnist", "MNIST", test)
+}
+
+/// `../shared/data/{dir_name}` (a data set of the data-set table, named by
+/// its `Files::dir_name`), or `None` where it is absent, with a note on
+/// stderr naming `test` and `title` that shows even when `cargo test`
+/// captures the test's output.
+pub fn real_data_dir(dir_name: &str, title: &str, test: &str) -> Option<std::path::PathBuf> {
     use std::io::Write as _;
-    let dir = std::path::PathBuf::from(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/data/mnist"
-    ));
+    let dir =
+        std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data"))
+            .join(dir_name);
     if dir.is_dir() {
         return Some(dir);
     }
     let _ = writeln!(
         std::io::stderr(),
-        "SKIPPED {test}: no MNIST at {} (see the README's Data section)",
+        "SKIPPED {test}: no {title} at {} (see the README's Data section)",
         dir.display()
     );
     None
@@ -156,4 +164,42 @@ subspace = {{ kind = "orthogonal", steps = 4 }}
 subspace_clients = 40
 "#
     )
+}
+
+/// Small runs of the algorithm `name` (config texts, a few rounds each), one
+/// per option that changes its messages (restarts, stable identity, model
+/// averaging, ...); empty for a name it does not know. The tests that cover
+/// every algorithm (`wire`, `fuzz`) iterate `AlgorithmConfig::NAMES` and fail
+/// on a name without a run here: add one with each new algorithm.
+pub fn small_runs(name: &str) -> Vec<String> {
+    let tables: &[&str] = match name {
+        "ifca" => &[
+            "name = \"ifca\"\nclusters = 2\nlr = 0.1\nrestarts = 3",
+            "name = \"ifca\"\nclusters = 2\nlr = 0.1\nstable_rounds = 2",
+            "name = \"ifca\"\nclusters = 2\naggregation = \"model\"\nlr = 0.05\nlocal_steps = 2\noptimizer = { kind = \"adam\", batch_size = 16 }",
+        ],
+        "cflmgd" => &["name = \"cflmgd\"\nclusters = 2\nlr = 0.1\nmomentum = 0.5"],
+        "oneshot" => &[
+            "name = \"oneshot\"\nclusters = 2\nerm_steps = 20\nerm_lr = 0.1\nlr = 0.1\naggregation = \"model\"\nlocal_steps = 2",
+        ],
+        "local-kmeans" => {
+            &["name = \"local-kmeans\"\nclusters = 2\nerm_steps = 20\nerm_lr = 0.1\nlr = 0.1"]
+        }
+        "global" => &["name = \"global\"\nlr = 0.1"],
+        "oracle" => &["name = \"oracle\"\nlr = 0.1"],
+        "local" => &["name = \"local\"\nlr = 0.1"],
+        "fedavgm" => &["name = \"fedavgm\"\nlr = 0.1"],
+        "fedprox" => &["name = \"fedprox\"\nlr = 0.1"],
+        "cfl" => &[
+            "name = \"cfl\"\nlr = 0.05\nlocal_steps = 3\neps1 = 0.05\neps2 = 0.1\nwarmup_rounds = 3",
+        ],
+        "fedsoft" => &["name = \"fedsoft\"\nclusters = 2\nlr = 0.05\nlocal_steps = 3"],
+        "srfca" => &[
+            "name = \"srfca\"\nthreshold = { kind = \"quantile\", value = 0.3 }\nlocal_steps = 10\nlocal_lr = 0.05\nrefine_rounds = 3\nlr = 0.1",
+        ],
+        // Its own data (anchor clients), and rounds enough for Phase 2.
+        "twophase" => return vec![two_phase_mixed(30)],
+        _ => &[],
+    };
+    tables.iter().map(|table| small(table, 8)).collect()
 }

@@ -5,8 +5,8 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use fedcluster_cli::config::{DataConfig, RunConfig, data_dir_override};
-use fedcluster_cli::experiment::{build_data, execute};
+use fedcluster_run::config::{DataConfig, RunConfig, data_dir_override};
+use fedcluster_run::experiment::{build_data, execute};
 
 /// Shrinks any config to a one-round run on small data; `key?=value` touches
 /// only the keys a config has.
@@ -51,27 +51,33 @@ fn every_config_file_parses_and_runs_one_round_on_small_data() {
     config_files(root, &mut files);
     files.sort();
     assert!(files.len() >= 20, "found only {files:?}");
-    let mnist = common::mnist_dir(
-        "every_config_file_parses_and_runs_one_round_on_small_data (MNIST configs parse only)",
-    );
+    let test = "every_config_file_parses_and_runs_one_round_on_small_data";
     // Shakespeare configs run on a small play set of the test's own.
     let plays = tempfile::tempdir().unwrap();
     common::write_toy_plays(plays.path());
-    let mut ran = 0;
+    let (mut ran, mut skipped) = (0, 0);
     for file in &files {
         let parsed = RunConfig::load(file, &[]).unwrap_or_else(|e| panic!("{e:#}"));
-        let real_data = matches!(
-            parsed.data,
-            DataConfig::Mnist(_) | DataConfig::MnistAnchored(_)
-        );
+        // The data-set table says which kinds read files: Shakespeare's are the
+        // test's own plays, the others' the real ones (skipped without them).
         let mut overrides: Vec<String> = SMALL.iter().map(|s| s.to_string()).collect();
-        match (&mnist, real_data) {
-            (Some(dir), true) => overrides.push(data_dir_override(dir)),
-            (None, true) => continue,
-            (_, false) => {}
+        match parsed.data.files() {
+            None => {}
+            Some(files) if files.dir_name == "shakespeare" => {
+                overrides.push(data_dir_override(plays.path()))
+            }
+            Some(files) => {
+                let why = format!("{test} ({} parses only)", file.display());
+                match common::real_data_dir(files.dir_name, files.title, &why) {
+                    Some(dir) => overrides.push(data_dir_override(&dir)),
+                    None => {
+                        skipped += 1;
+                        continue;
+                    }
+                }
+            }
         }
         if matches!(parsed.data, DataConfig::Shakespeare(_)) {
-            overrides.push(data_dir_override(plays.path()));
             for key in [
                 "data.clients=4",
                 "data.max_train_samples=30",
@@ -92,6 +98,11 @@ fn every_config_file_parses_and_runs_one_round_on_small_data() {
         );
         ran += 1;
     }
-    let expected = if mnist.is_some() { files.len() } else { 1 };
-    assert!(ran >= expected, "ran {ran} of {} configs", files.len());
+    assert_eq!(
+        ran + skipped,
+        files.len(),
+        "ran {ran} of {} configs",
+        files.len()
+    );
+    assert!(ran >= 1, "ran no config");
 }

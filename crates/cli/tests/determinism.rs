@@ -2,7 +2,7 @@
 
 mod common;
 use common::{check, small, two_phase_mixed};
-use fedcluster_cli::rundir::metrics_csv;
+use fedcluster_run::rundir::metrics_csv;
 
 const IFCA: &str = "name = \"ifca\"\nclusters = 2\naggregation = \"model\"\nlr = 0.05\nlocal_steps = 3\nparticipation = 0.7\nrestarts = 3\ninit = { kind = \"bernoulli\" }";
 

@@ -4,8 +4,8 @@
 mod common;
 
 use common::{fedcluster, scratch, small};
-use fedcluster_cli::config::RunConfig;
-use fedcluster_cli::experiment::{build_data, execute};
+use fedcluster_run::config::RunConfig;
+use fedcluster_run::experiment::{build_data, execute};
 
 const IFCA: &str = "name = \"ifca\"\nclusters = 2\nlr = 0.1";
 

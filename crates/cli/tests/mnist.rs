@@ -188,13 +188,13 @@ fn clients_produced_on_demand_give_the_stored_metrics() {
         return;
     };
     let text = config(Some(&dir.display().to_string()));
-    let config = fedcluster_cli::config::RunConfig::parse(&text, &[], "test").unwrap();
+    let config = fedcluster_run::config::RunConfig::parse(&text, &[], "test").unwrap();
     let run = |data: &fedcluster_data::DataView<'_>| {
-        let outcome = fedcluster_cli::experiment::execute(&config, data, &mut |_| {}).unwrap();
-        fedcluster_cli::rundir::metrics_csv(&outcome.records, true)
+        let outcome = fedcluster_run::experiment::execute(&config, data, &mut |_| {}).unwrap();
+        fedcluster_run::rundir::metrics_csv(&outcome.records, true)
     };
-    let produced = fedcluster_cli::experiment::build_data_set(&config).unwrap();
+    let produced = fedcluster_run::experiment::build_data_set(&config).unwrap();
     assert!(matches!(produced, fedcluster_data::DataSet::Mnist(_)));
-    let stored = fedcluster_cli::experiment::build_data(&config).unwrap();
+    let stored = fedcluster_run::experiment::build_data(&config).unwrap();
     assert_eq!(run(&produced.view()), run(&stored.view()));
 }

@@ -4,9 +4,9 @@
 
 mod common;
 use common::check;
-use fedcluster_cli::config::RunConfig;
-use fedcluster_cli::experiment::{build_data, build_model};
-use fedcluster_cli::rundir::metrics_csv;
+use fedcluster_run::config::RunConfig;
+use fedcluster_run::experiment::{build_data, build_model};
+use fedcluster_run::rundir::metrics_csv;
 
 fn images(side: usize, channels: usize, model: &str) -> String {
     format!(

@@ -8,9 +8,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use common::{fedcluster, small};
-use fedcluster_cli::config::RunConfig;
-use fedcluster_cli::experiment::{build_data, build_model};
-use fedcluster_cli::rundir::models;
+use fedcluster_run::config::RunConfig;
+use fedcluster_run::experiment::{build_data, build_model};
+use fedcluster_run::model_file as models;
 
 fn scratch(name: &str) -> PathBuf {
     common::scratch(&format!("models-{name}"))

@@ -114,7 +114,7 @@ fn a_trailing_slash_on_a_new_out_keeps_the_run() {
 fn a_second_writer_of_one_out_is_refused_while_the_first_holds_it() {
     let dir = scratch("lock");
     // Another writer of `shared` (as a running `fedcluster run` holds it).
-    let holder = fedcluster_cli::rundir::DirLock::take(&dir.join("shared")).unwrap();
+    let holder = fedcluster_run::rundir::DirLock::take(&dir.join("shared")).unwrap();
     let o = fedcluster(&["run", "cfg.toml", "-q", "--out", "shared"], &dir);
     assert!(!o.status.success());
     assert!(

@@ -1,5 +1,5 @@
 //! What the metrics count as bytes on the wire is what the wire carries: every
-//! message of every algorithm, in real rounds, is encoded as the networked
+//! message of every algorithm of the table, in real rounds, is encoded as the networked
 //! transport encodes it (`net::codec`), and its length must equal the
 //! message's `wire_bytes` within a fixed framing overhead (length prefixes,
 //! enum tags, small integers). The encoded form is each message's explicit
@@ -8,14 +8,14 @@
 
 mod common;
 
-use fedcluster_algorithms::{Algorithm, Checked, Visit};
-use fedcluster_cli::config::RunConfig;
-use fedcluster_cli::experiment::{build_data, build_model, client_sizes, setup};
+use fedcluster_algorithms::{Algorithm, AlgorithmConfig, Checked, Visit};
 use fedcluster_core::{ClientId, Message, RoundCtx};
 use fedcluster_net::codec;
+use fedcluster_run::config::RunConfig;
+use fedcluster_run::experiment::{build_data, build_model, client_sizes, setup};
 use fedcluster_sim::{EngineError, InProcess, Transport, run};
 
-use common::{small, two_phase_mixed};
+use common::{small, small_runs, two_phase_mixed};
 
 /// Bytes a message's encoding may differ from its `wire_bytes`.
 const FRAMING: i64 = 64;
@@ -109,7 +109,8 @@ fn measure(algorithm: &str, rounds: usize, extra: &[&str]) {
     measure_config(&small(algorithm, rounds), algorithm, extra);
 }
 
-fn measure_config(text: &str, algorithm: &str, extra: &[&str]) {
+/// Measures `text`'s run; returns the name of the algorithm it ran.
+fn measure_config(text: &str, algorithm: &str, extra: &[&str]) -> &'static str {
     let overrides: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
     let config = RunConfig::parse(text, &overrides, "wire test").unwrap();
     let (checked, worst) = config
@@ -122,28 +123,21 @@ fn measure_config(text: &str, algorithm: &str, extra: &[&str]) {
         .unwrap();
     assert!(checked > 0, "{algorithm}: no message");
     eprintln!("{checked} messages within {worst} bytes of their count: {algorithm} {extra:?}");
+    config.algorithm.name()
 }
 
+/// Every algorithm of the table, from its small runs (`common::small_runs`).
 #[test]
 fn every_algorithms_messages_are_as_long_as_the_metrics_count() {
-    let algorithms = [
-        "name = \"ifca\"\nclusters = 2\nlr = 0.1\nrestarts = 3",
-        "name = \"ifca\"\nclusters = 2\nlr = 0.1\nstable_rounds = 2",
-        "name = \"ifca\"\nclusters = 2\naggregation = \"model\"\nlr = 0.05\nlocal_steps = 2\noptimizer = { kind = \"adam\", batch_size = 16 }",
-        "name = \"cflmgd\"\nclusters = 2\nlr = 0.1\nmomentum = 0.5",
-        "name = \"oneshot\"\nclusters = 2\nerm_steps = 20\nerm_lr = 0.1\nlr = 0.1\naggregation = \"model\"\nlocal_steps = 2",
-        "name = \"local-kmeans\"\nclusters = 2\nerm_steps = 20\nerm_lr = 0.1\nlr = 0.1",
-        "name = \"global\"\nlr = 0.1",
-        "name = \"oracle\"\nlr = 0.1",
-        "name = \"local\"\nlr = 0.1",
-        "name = \"fedavgm\"\nlr = 0.1",
-        "name = \"fedprox\"\nlr = 0.1",
-        "name = \"cfl\"\nlr = 0.05\nlocal_steps = 3\neps1 = 0.05\neps2 = 0.1\nwarmup_rounds = 3",
-        "name = \"fedsoft\"\nclusters = 2\nlr = 0.05\nlocal_steps = 3",
-        "name = \"srfca\"\nthreshold = { kind = \"quantile\", value = 0.3 }\nlocal_steps = 10\nlocal_lr = 0.05\nrefine_rounds = 3\nlr = 0.1",
-    ];
-    for algorithm in algorithms {
-        measure(algorithm, 8, &[]);
+    for &name in AlgorithmConfig::NAMES {
+        let runs = small_runs(name);
+        assert!(
+            !runs.is_empty(),
+            "`{name}` has no small run in tests/common.rs (`small_runs`)"
+        );
+        for text in runs {
+            assert_eq!(measure_config(&text, name, &[]), name);
+        }
     }
 }
 
@@ -165,13 +159,12 @@ fn ifca_weight_sharing_sends_the_shared_layers_once() {
 }
 
 /// The two-phase method's Phase 1 (subspace exchanges, anchor steps) and
-/// Phase 2, on its own data.
+/// Phase 2, on its own data, with the SVD subspace (its small run, above,
+/// has orthogonal iteration).
 #[test]
-fn two_phase_messages_are_as_long_as_the_metrics_count() {
-    let two_phase = two_phase_mixed(30);
-    measure_config(&two_phase, "twophase", &[]);
+fn two_phase_messages_with_the_svd_subspace_are_as_long_as_the_metrics_count() {
     measure_config(
-        &two_phase,
+        &two_phase_mixed(30),
         "twophase (svd)",
         &["algorithm.phase1.subspace={ kind = \"svd\" }"],
     );

@@ -1,11 +1,14 @@
 //! The [`Model`] trait: an architecture that is stateless and keeps its parameters
 //! in one flat `&[f32]`, plus [`Batch`] views of local data and per-thread
-//! [`Workspace`]s that keep hot loops free of allocation.
+//! [`Workspace`]s that keep hot loops free of allocation. Its local training
+//! loops are in [`train`].
+
+pub mod train;
 
 use crate::error::{CoreError, Result};
-use crate::local::{Augmentation, MinibatchSpec, OptimizerState};
-use crate::params::{all_finite, axpy};
 use crate::rng::Rng;
+use train::full_batch::{gradient_descent, momentum_descent};
+use train::{Augmentation, MinibatchSpec, OptimizerState};
 
 /// Targets of a batch: real values (regression) or class indices.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -219,7 +222,7 @@ pub trait Model: Send + Sync {
     /// with minibatches (and augmentations) drawn from `rng`, carried out by
     /// the model itself; returns the loss of the first minibatch (non-finite if
     /// training diverged). `None` leaves it to the caller's flat loop over
-    /// [`Model::loss_grad`] (`fedcluster_models::minibatch::steps`), which a
+    /// [`Model::loss_grad`] ([`train::minibatch::steps`]), which a
     /// model overriding this must match. A model whose parameters live on a
     /// device overrides it to copy parameters and state in and out once per
     /// call instead of once per step.
@@ -353,86 +356,4 @@ pub fn argmin_f64(values: &[f64]) -> usize {
         }
     }
     best.map_or(0, |(i, _)| i)
-}
-
-/// `steps` full-batch gradient-descent steps `θ ← θ − lr · ∇L(θ)` on `batch`,
-/// with `grad` (`num_params` long) as scratch. Returns the loss at the starting
-/// point: the loss of the first step's forward pass, or `model.loss` when
-/// `steps == 0`.
-///
-/// Non-finite values: if a step's loss or gradient is not finite, the loop stops
-/// without applying that step (`params` keeps the last finite iterate) and returns
-/// that loss, or NaN if only the gradient was non-finite. If the final parameters
-/// overflowed, NaN is returned. So a finite return value means every step was
-/// finite and `params` is finite.
-pub fn gradient_descent<M: Model + ?Sized>(
-    model: &M,
-    params: &mut [f32],
-    batch: Batch<'_>,
-    lr: f32,
-    steps: usize,
-    grad: &mut [f32],
-    ws: &mut Workspace,
-) -> f64 {
-    if steps == 0 {
-        return model.loss(params, batch, ws);
-    }
-    let mut start = f64::NAN;
-    for step in 0..steps {
-        let loss = model.loss_grad(params, batch, grad, ws);
-        if !loss.is_finite() {
-            return loss;
-        }
-        if !all_finite(grad) {
-            return f64::NAN;
-        }
-        if step == 0 {
-            start = loss;
-        }
-        axpy(-lr, grad, params);
-    }
-    if all_finite(params) { start } else { f64::NAN }
-}
-
-/// `steps` steps of Polyak momentum gradient descent, `u <- beta u + ∇L(θ)`,
-/// `θ <- θ - lr u`, with `grad` as scratch: the plain loop behind
-/// [`Model::train_momentum`]. Returns the loss at the start; non-finite values
-/// stop the loop as in [`gradient_descent`].
-#[allow(clippy::too_many_arguments)]
-pub fn momentum_descent<M: Model + ?Sized>(
-    model: &M,
-    params: &mut [f32],
-    velocity: &mut [f32],
-    batch: Batch<'_>,
-    lr: f32,
-    beta: f32,
-    steps: usize,
-    grad: &mut [f32],
-    ws: &mut Workspace,
-) -> f64 {
-    if steps == 0 {
-        return model.loss(params, batch, ws);
-    }
-    let mut start = f64::NAN;
-    for step in 0..steps {
-        let loss = model.loss_grad(params, batch, grad, ws);
-        if !loss.is_finite() {
-            return loss;
-        }
-        if !all_finite(grad) {
-            return f64::NAN;
-        }
-        if step == 0 {
-            start = loss;
-        }
-        for (u, g) in velocity.iter_mut().zip(grad.iter()) {
-            *u = beta * *u + g;
-        }
-        axpy(-lr, velocity, params);
-    }
-    if all_finite(params) && all_finite(velocity) {
-        start
-    } else {
-        f64::NAN
-    }
 }

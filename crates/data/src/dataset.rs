@@ -2,8 +2,8 @@
 //! held-out test client, and the [`GroundTruth`] (cluster labels, true
 //! parameters) that only metrics may read.
 
-use fedcluster_core::{Batch, Targets};
-use serde::{Deserialize, Serialize};
+pub use fedcluster_core::Task;
+use fedcluster_core::{Batch, ImageShape, Input, Targets};
 
 use crate::error::{DataError, Result};
 
@@ -83,19 +83,6 @@ impl ClientData {
     }
 }
 
-/// What the targets mean.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Task {
-    /// Real targets, squared loss.
-    Regression,
-    /// Class targets in `0..classes`.
-    Classification {
-        /// Number of classes.
-        classes: usize,
-    },
-}
-
 /// What the data were generated from; read by metrics only, never by an algorithm.
 ///
 /// Real federated data sets (LEAF's) have no known clusters: `clusters = 0`
@@ -126,6 +113,9 @@ pub struct FederatedData {
     pub dim: usize,
     /// What the targets mean.
     pub task: Task,
+    /// The features' image shape, when the samples are images (see
+    /// [`fedcluster_core::Input`]).
+    pub image: Option<ImageShape>,
     /// Training data, one entry per client.
     pub train: Vec<ClientData>,
     /// Held-out test clients.
@@ -163,6 +153,17 @@ impl FederatedData {
     pub fn validate(&self) -> Result<()> {
         if self.dim == 0 {
             return Err(DataError::invalid("dim", "must be at least 1"));
+        }
+        if let Some(shape) = self.image
+            && Input::images(shape, self.task).dim != self.dim
+        {
+            return Err(DataError::invalid(
+                "image",
+                format!(
+                    "{}x{}x{} images are not {} features",
+                    shape.height, shape.width, shape.channels, self.dim
+                ),
+            ));
         }
         if let Task::Classification { classes } = self.task
             && classes == 0
@@ -326,6 +327,7 @@ mod tests {
             name: "toy".into(),
             dim: 2,
             task: Task::Regression,
+            image: None,
             train: vec![client(1.0), client(2.0)],
             test: vec![client(3.0)],
             truth: GroundTruth {

@@ -8,6 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use fedcluster_core::ClientId;
 use thiserror::Error;
 
 /// Errors raised when a data specification, a data set or a data file is not
@@ -42,6 +43,15 @@ pub enum DataError {
         path: PathBuf,
         /// What is wrong with it.
         why: String,
+    },
+    /// A client id that the data set does not have (a joining process asked
+    /// for it).
+    #[error("client {id}: the run's data set has {clients} clients")]
+    NoSuchClient {
+        /// The id asked for.
+        id: ClientId,
+        /// The data set's training clients.
+        clients: usize,
     },
     /// A required file is in a directory under neither of its accepted names
     /// (`name`, plain, or `name.gz`, gzipped).
@@ -94,6 +104,7 @@ impl DataError {
     pub fn field(&self) -> &str {
         match self {
             Self::Invalid { field, .. } => field,
+            Self::NoSuchClient { .. } => "clients",
             Self::Io { .. } | Self::Format { .. } | Self::Missing { .. } => "",
         }
     }
@@ -102,7 +113,7 @@ impl DataError {
     /// about; `None` for [`DataError::Invalid`].
     pub fn path(&self) -> Option<&Path> {
         match self {
-            Self::Invalid { .. } => None,
+            Self::Invalid { .. } | Self::NoSuchClient { .. } => None,
             Self::Io { path, .. } | Self::Format { path, .. } => Some(path),
             Self::Missing { dir, .. } => Some(dir),
         }

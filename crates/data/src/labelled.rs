@@ -19,10 +19,12 @@ use rand::seq::SliceRandom;
 use rand_distr::StandardNormal;
 use serde::{Deserialize, Serialize};
 
-use fedcluster_core::{Purpose, Rng, stream};
+use fedcluster_core::{ImageShape, Input, Purpose, Rng, stream};
 
+use crate::data_set::DataSet;
 use crate::dataset::{ClientData, FederatedData, GroundTruth, TargetsOwned, Task};
 use crate::error::{DataError, Result};
+use crate::table::DataKind;
 
 /// Noisy class prototypes, relabelled per cluster.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -215,10 +217,19 @@ pub fn synthetic_images(spec: &SyntheticImagesSpec, seed: u64) -> Result<Federat
             y: TargetsOwned::Class(y),
         }
     };
+    let image = ImageShape {
+        height: spec.height,
+        width: spec.width,
+        channels: spec.channels,
+    };
     finish(
         "synthetic_images",
-        dim,
-        spec.classes,
+        Input::images(
+            image,
+            Task::Classification {
+                classes: spec.classes,
+            },
+        ),
         spec.clusters,
         labels.clone(),
         (0..spec.clients)
@@ -277,8 +288,7 @@ pub fn synthetic_text(spec: &SyntheticTextSpec, seed: u64) -> Result<FederatedDa
     };
     finish(
         "synthetic_text",
-        spec.seq_len,
-        v,
+        Input::flat(spec.seq_len, Task::Classification { classes: v }),
         spec.clusters,
         labels.clone(),
         (0..spec.clients)
@@ -292,8 +302,7 @@ pub fn synthetic_text(spec: &SyntheticTextSpec, seed: u64) -> Result<FederatedDa
 
 fn finish(
     name: &str,
-    dim: usize,
-    classes: usize,
+    input: Input,
     clusters: usize,
     labels: Vec<usize>,
     train: Vec<ClientData>,
@@ -301,8 +310,9 @@ fn finish(
 ) -> Result<FederatedData> {
     Ok(FederatedData {
         name: name.into(),
-        dim,
-        task: Task::Classification { classes },
+        dim: input.dim,
+        task: input.task,
+        image: input.image,
         train,
         test,
         truth: GroundTruth {
@@ -312,6 +322,36 @@ fn finish(
             params: None,
         },
     })
+}
+
+/// `kind = "synthetic-images"`: [`SyntheticImagesSpec`].
+pub struct SyntheticImages;
+
+impl DataKind for SyntheticImages {
+    type Spec = SyntheticImagesSpec;
+
+    fn validate(spec: &Self::Spec) -> Result<()> {
+        spec.validate()
+    }
+
+    fn build(spec: &Self::Spec, seed: u64) -> Result<DataSet> {
+        synthetic_images(spec, seed).map(DataSet::Stored)
+    }
+}
+
+/// `kind = "synthetic-text"`: [`SyntheticTextSpec`].
+pub struct SyntheticText;
+
+impl DataKind for SyntheticText {
+    type Spec = SyntheticTextSpec;
+
+    fn validate(spec: &Self::Spec) -> Result<()> {
+        spec.validate()
+    }
+
+    fn build(spec: &Self::Spec, seed: u64) -> Result<DataSet> {
+        synthetic_text(spec, seed).map(DataSet::Stored)
+    }
 }
 
 #[cfg(test)]

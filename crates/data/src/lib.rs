@@ -8,13 +8,18 @@
 //!   [`mixed_regression`] (two-phase mixed linear regression, Section V).
 //!   Their clients can also be generated on demand
 //!   ([`synthetic::on_demand`]), for federations too large to store.
-//! - [`view`]: [`DataSet`] (stored or generated) and [`DataView`], the data
-//!   as a run sees it: clients through [`fedcluster_core::Shards`], and the truth.
+//! - [`view`]: [`DataView`], the data as a run sees it: clients through
+//!   [`fedcluster_core::Shards`], and the truth; [`DataSet`] holds any kind of
+//!   data set (stored, generated on demand, MNIST clusters) and gives its view.
+//! - [`table`]: the data-set table: [`DataKind`], one per `[data] kind`, and
+//!   the closed [`DataConfig`] enum declared from it one line per kind.
 //! - [`labelled`]: synthetic classification tasks, [`synthetic_images`]
 //!   (class prototypes relabelled per cluster) and [`synthetic_text`] (a Markov
 //!   chain per cluster), for the image and text networks.
 //! - [`leaf`]: LEAF's JSON format (read streaming, written) and LEAF
 //!   Shakespeare from the Project Gutenberg plays ([`shakespeare`]).
+//! - [`images`]: [`ImageSet`], the labelled image sets every image reader
+//!   returns, and the channel-aware [`Transform`]s that define clusters over them.
 //! - [`mnist`]: the MNIST reader [`load_mnist`] (IDX files, plain or gzipped),
 //!   image [`Transform`]s, and [`mnist_clusters`], one cluster per transform
 //!   (rotated MNIST of IFCA, Section VI-B; inverted MNIST of SR-FCA).
@@ -23,16 +28,39 @@
 //! it is for and by the client it belongs to, so a client's data do not depend on
 //! how many other clients are generated or in which order.
 
+mod data_set;
 pub mod dataset;
 pub mod error;
+pub mod fashion_mnist;
+pub mod images;
 pub mod labelled;
 pub mod leaf;
 pub mod mnist;
 pub mod synthetic;
+pub mod table;
 pub mod view;
 
+use table::data_table;
+
+data_table! {
+    IfcaSynthetic = "ifca-synthetic" in synthetic_kinds::IfcaSynthetic,
+    MixedRegression = "mixed-regression" in synthetic_kinds::MixedRegression,
+    Mnist = "mnist" in mnist_kinds::MnistClusters,
+    MnistAnchored = "mnist-anchored" in mnist_kinds::MnistAnchored,
+    SyntheticImages = "synthetic-images" in labelled::SyntheticImages,
+    SyntheticText = "synthetic-text" in labelled::SyntheticText,
+    Shakespeare = "shakespeare" in shakespeare_kind::Shakespeare,
+    FashionMnist = "fashion-mnist" in fashion_mnist::FashionMnist,
+}
+
+use leaf::shakespeare as shakespeare_kind;
+use mnist::kinds as mnist_kinds;
+use synthetic::kinds as synthetic_kinds;
+
+pub use data_set::DataSet;
 pub use dataset::{ClientData, FederatedData, GroundTruth, TargetsOwned, Task};
 pub use error::{DataError, Result};
+pub use images::ImageSet;
 pub use labelled::{SyntheticImagesSpec, SyntheticTextSpec, synthetic_images, synthetic_text};
 pub use leaf::{ShakespeareSpec, shakespeare};
 pub use mnist::{
@@ -44,4 +72,5 @@ pub use synthetic::{
     ClientGroup, IfcaSyntheticSpec, MixedRegressionSpec, TruthScale, ifca_synthetic,
     ifca_synthetic_on_demand, mixed_regression, mixed_regression_on_demand,
 };
-pub use view::{DataSet, DataView, StoredClients};
+pub use table::{DataKind, Files};
+pub use view::{DataView, StoredClients};

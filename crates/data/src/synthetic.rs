@@ -28,6 +28,7 @@ use rayon::prelude::*;
 use crate::dataset::{ClientData, FederatedData, GroundTruth, TargetsOwned};
 use crate::error::{DataError, Result};
 
+pub mod kinds;
 pub mod on_demand;
 #[cfg(test)]
 mod tests;

@@ -1,13 +1,13 @@
 //! What a run reads of a data set: its clients through
 //! [`fedcluster_core::Shards`] (stored, or produced when a client is asked
-//! for) and its ground truth. [`DataSet`] is either kind; [`DataView`] is the
-//! common view the engine, the metrics and the model builder take.
+//! for) and its ground truth. [`DataView`] is the common view the engine, the
+//! metrics and the model builder take, whatever kind of
+//! [`DataSet`](crate::DataSet) it shows.
 
 use fedcluster_core::kernels::{prefetch, prefetch_item};
-use fedcluster_core::{Batch, ClientId, ShardBuf, Shards, Targets};
+use fedcluster_core::{Batch, ClientId, ImageShape, Input, ShardBuf, Shards, Targets};
 
 use crate::dataset::{ClientData, FederatedData, GroundTruth, Task};
-use crate::synthetic::on_demand::GeneratedData;
 
 /// Stored clients of one data set: client `i` is `clients[i]`, `dim` features.
 #[derive(Clone, Copy, Debug)]
@@ -56,6 +56,8 @@ pub struct DataView<'a> {
     pub dim: usize,
     /// What the targets mean.
     pub task: Task,
+    /// The features' image shape, when the samples are images.
+    pub image: Option<ImageShape>,
     /// Training clients.
     pub train: Box<dyn Shards + 'a>,
     /// Held-out test clients.
@@ -71,6 +73,7 @@ impl FederatedData {
             name: &self.name,
             dim: self.dim,
             task: self.task,
+            image: self.image,
             train: Box::new(StoredClients {
                 clients: &self.train,
                 dim: self.dim,
@@ -84,23 +87,13 @@ impl FederatedData {
     }
 }
 
-/// A data set held in memory, or generated client by client when asked.
-pub enum DataSet {
-    /// Every client's samples in memory.
-    Stored(FederatedData),
-    /// Clients regenerated from their random streams on demand.
-    Generated(GeneratedData),
-    /// An MNIST cluster partition, its training clients transformed on demand.
-    Mnist(crate::mnist::MnistClustersData),
-}
-
-impl DataSet {
-    /// The data set as a run sees it.
-    pub fn view(&self) -> DataView<'_> {
-        match self {
-            DataSet::Stored(data) => data.view(),
-            DataSet::Generated(data) => data.view(),
-            DataSet::Mnist(data) => data.view(),
+impl DataView<'_> {
+    /// What a model sees of one sample.
+    pub fn input(&self) -> Input {
+        Input {
+            dim: self.dim,
+            image: self.image,
+            task: self.task,
         }
     }
 }

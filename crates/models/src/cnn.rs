@@ -14,7 +14,7 @@
 //! (`classes x hidden`) and `b`; all initialised like PyTorch (`U(±1/√fan_in)`).
 
 use fedcluster_core::linalg::{MatMut, MatRef, matmul};
-use fedcluster_core::local::Augmentation;
+use fedcluster_core::train::Augmentation;
 use fedcluster_core::{Batch, Model, Rng, Targets, TensorSpec, Workspace};
 
 use crate::init::uniform_fan_in;

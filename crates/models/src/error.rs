@@ -47,6 +47,9 @@ pub enum ModelError {
     /// A model hyperparameter is out of range.
     #[error("model `{model}`: {why}")]
     Invalid { model: &'static str, why: String },
+    /// A `[model]` key does not fit the data (a config's `build`).
+    #[error("field `model.{field}`: {why}")]
+    Field { field: &'static str, why: String },
 }
 
 /// Result alias of the models crate.

@@ -1,12 +1,13 @@
-//! fedcluster-models: architectures over flat `f32` parameters and local training.
+//! fedcluster-models: architectures over flat `f32` parameters.
 //!
 //! - [`linear`]: [`LinearRegression`], squared loss, the IFCA synthetic-data model,
-//!   with batched kernels for evaluating many models and for the IFCA client step.
-//! - [`logistic`]: [`LogisticRegression`], multinomial (softmax) regression.
+//!   with batched kernels for evaluating many models and for the IFCA client step;
+//!   its `[model]` config [`LinearConfig`].
+//! - [`logistic`]: [`LogisticRegression`], multinomial (softmax) regression, and
+//!   [`LogisticConfig`].
 //! - [`mlp`], [`cnn`]: [`Mlp`] and [`Cnn`], the papers' MNIST networks.
-//! - [`local`]: full-batch gradient descent loops ([`local::gd_steps`]);
-//!   [`minibatch`]: the flat minibatch loop (SGD, Adam, augmentation);
-//!   [`prox`]: the FedProx local problem.
+//! - Local training is `fedcluster_core::train` (its tests on these models
+//!   are `tests/train.rs`).
 //! - [`gradcheck`]: analytic gradients against central finite differences.
 //!
 //! Models implement [`fedcluster_core::Model`], whose methods cannot fail. Data is
@@ -20,16 +21,13 @@ pub mod error;
 pub mod gradcheck;
 pub mod init;
 pub mod linear;
-pub mod local;
 pub mod logistic;
-pub mod minibatch;
 pub mod mlp;
-pub mod prox;
 
 pub use cnn::Cnn;
 pub use error::{ModelError, Result};
-pub use linear::LinearRegression;
-pub use logistic::LogisticRegression;
+pub use linear::{LinearConfig, LinearRegression};
+pub use logistic::{LogisticConfig, LogisticRegression};
 pub use mlp::Mlp;
 
 use fedcluster_core::{Batch, Targets};

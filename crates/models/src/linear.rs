@@ -19,9 +19,29 @@ use fedcluster_core::kernels::{rest_x, x_wt};
 
 use crate::init::uniform_fan_in;
 use fedcluster_core::model::argmin_f64;
-use fedcluster_core::{Batch, Model, Rng, Targets, TensorSpec, Workspace};
+use fedcluster_core::{Batch, Input, Model, Rng, Targets, Task, TensorSpec, Workspace};
+use serde::{Deserialize, Serialize};
 
 use crate::{ModelError, Result, TargetKind, fits, inv_len};
+
+/// `[model] kind = "linear"`: linear regression, squared loss, no bias; no
+/// keys (the size comes from the data).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinearConfig {}
+
+impl LinearConfig {
+    /// The model for `input`, which must be a regression data set.
+    pub fn build(&self, input: &Input) -> Result<Box<dyn Model>> {
+        match input.task {
+            Task::Regression => Ok(Box::new(LinearRegression::new(input.dim)?)),
+            Task::Classification { .. } => Err(ModelError::Field {
+                field: "kind",
+                why: "`linear` needs a regression data set".into(),
+            }),
+        }
+    }
+}
 
 /// Linear regression `y ≈ <x, θ>` without bias, squared loss.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -16,12 +16,35 @@
 
 use fedcluster_core::kernels::{all_abs_below, exp_minus};
 use fedcluster_core::linalg::{MatMut, MatRef, add_product, matmul, step_then_forward};
-use fedcluster_core::model::{argmin_f64, gradient_descent};
+use fedcluster_core::model::argmin_f64;
 use fedcluster_core::params::{all_finite, axpy};
-use fedcluster_core::{Batch, Model, Rng, Targets, TensorSpec, Workspace};
+use fedcluster_core::train::full_batch::gradient_descent;
+use fedcluster_core::{Batch, Input, Model, Rng, Targets, Task, TensorSpec, Workspace};
+use serde::{Deserialize, Serialize};
 
 use crate::init::uniform_fan_in;
 use crate::{ModelError, Result, TargetKind, fits, inv_len};
+
+/// `[model] kind = "logistic"`: multinomial logistic regression; no keys (the
+/// sizes come from the data).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LogisticConfig {}
+
+impl LogisticConfig {
+    /// The model for `input`, which must be a classification data set.
+    pub fn build(&self, input: &Input) -> Result<Box<dyn Model>> {
+        match input.task {
+            Task::Classification { classes } => {
+                Ok(Box::new(LogisticRegression::new(input.dim, classes)?))
+            }
+            Task::Regression => Err(ModelError::Field {
+                field: "kind",
+                why: "`logistic` needs a classification data set".into(),
+            }),
+        }
+    }
+}
 
 /// Multinomial logistic regression over `dim` features and `classes` classes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

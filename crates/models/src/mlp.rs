@@ -322,7 +322,6 @@ impl Model for Mlp {
 mod tests {
     use super::*;
     use crate::gradcheck::{finite_differences, max_rel_error};
-    use crate::local::gd_steps_ws;
     use fedcluster_core::{Purpose, stream};
     use rand::Rng as _;
 
@@ -402,7 +401,7 @@ mod tests {
         model.init(&mut stream(4, Purpose::Init, 0, 0), &mut params);
         let mut ws = Workspace::default();
         let start = model.loss(&params, batch, &mut ws);
-        gd_steps_ws(&model, &mut params, batch, 0.5, 2000, &mut ws);
+        model.train(&mut params, batch, 0.5, 2000, &mut ws);
         let end = model.loss(&params, batch, &mut ws);
         let correct = model.count_correct(&params, batch, &mut ws).unwrap();
         assert!(end < start / 4.0, "loss {start} -> {end}");

@@ -8,7 +8,7 @@
 use burn::tensor::activation::{log_softmax, relu, tanh};
 use burn::tensor::backend::Backend;
 use burn::tensor::{ElementConversion, Int, Tensor};
-use fedcluster_core::local::ImageShape;
+use fedcluster_core::ImageShape;
 
 /// `x · Wᵀ + b` for `x` of shape `[n, in]` and `w` holding `[out, in]`.
 pub fn dense<B: Backend>(

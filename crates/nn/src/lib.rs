@@ -12,22 +12,36 @@
 //! parameters and the optimizer's state on the device for all its steps.
 //!
 //! - [`nets`]: [`nets::Mlp`], [`nets::Cnn`] (IFCA's CNN, its CIFAR variant, LEAF's
-//!   FEMNIST CNN), [`nets::ResNet9`], [`nets::CharLstm`].
+//!   FEMNIST CNN), [`nets::ResNet9`], [`nets::CharLstm`], each with its `[model]`
+//!   config, whose `build` picks the native model or the network on burn.
+//! - [`config`]: what those configs share: [`ModelBackend`], [`AugmentConfig`].
 //! - [`layers`]: dense, channels-last convolution (im2col), pooling, batch norm,
 //!   embedding, LSTM, cross-entropy.
 //! - [`device`]: the backends and the CUDA probe.
+//!
+//! Why burn 0.21: its CUDA backend builds from crates.io alone (kernels are
+//! compiled at run time by NVRTC), so the `cuda` feature compiles on a machine
+//! without a GPU or a CUDA toolkit; burn 0.22's CUDA backend downloads an LLVM
+//! bundle at build time, and candle's CUDA kernels need `nvcc` at build time.
+//! The CPU backend is the correctness path and the home of the networks with
+//! no hand-written implementation; their speed has to come from the GPU.
 
+pub mod config;
 pub mod device;
 pub mod flat;
 pub mod layers;
+mod model;
 mod net;
 pub mod nets;
 mod train;
 
-pub use net::{Architecture, EVAL_CHUNK, NetModel};
+pub use config::{AugmentConfig, ModelBackend};
+pub use model::EVAL_CHUNK;
+pub use net::{Architecture, NetModel};
 
 use fedcluster_core::Model;
-use fedcluster_core::local::Augmentation;
+use fedcluster_core::train::Augmentation;
+use fedcluster_models::ModelError;
 use thiserror::Error;
 
 /// Errors building a network.
@@ -44,6 +58,13 @@ pub enum NnError {
     /// The backend cannot run here.
     #[error("backend: {0}")]
     Backend(String),
+    /// A hand-written model refused its sizes.
+    #[error(transparent)]
+    Native(#[from] ModelError),
+    /// The hand-written CNN refused its shape (the error names the whole
+    /// `[model]` table).
+    #[error("field `model`: {0}")]
+    NativeShape(ModelError),
 }
 
 /// Where a network runs.
@@ -85,7 +106,7 @@ impl Net {
     }
 
     /// The input images, for image networks.
-    pub fn images(&self) -> Option<fedcluster_core::local::ImageShape> {
+    pub fn images(&self) -> Option<fedcluster_core::ImageShape> {
         match self {
             Net::Mlp(m) => m.images(),
             Net::Cnn(c) => c.images(),

@@ -1,19 +1,21 @@
-//! Local training on the device: the parameters (and the optimizer's state)
-//! are uploaded once per call, stay on the device for every step, and are
-//! read back once at the end. Minibatches are drawn exactly as the flat loop
-//! draws them (`fedcluster_models::minibatch`: the same shuffles and
+//! Local training on the device, the device implementation of
+//! [`fedcluster_core::train`]: the parameters (and the optimizer's state) are
+//! uploaded once per call, stay on the device for every step, and are read
+//! back once at the end. Minibatches are drawn exactly as the flat loop draws
+//! them ([`fedcluster_core::train::minibatch`]: the same shuffles and
 //! augmentation draws from the client's stream, in the same order) and the
 //! updates follow the same formulas, so the two loops agree up to rounding.
 
 use burn::tensor::backend::{AutodiffBackend, Backend};
 use burn::tensor::{ElementConversion, Int, Tensor};
 
-use fedcluster_core::local::{
-    ADAM_BETA1, ADAM_BETA2, ADAM_EPS, MinibatchOptimizer, MinibatchSpec, OptimizerState,
-};
 use fedcluster_core::params::all_finite;
+use fedcluster_core::train::minibatch::{gather_features, next_rows};
+use fedcluster_core::train::{
+    ADAM_BETA1, ADAM_BETA2, ADAM_EPS, Augmentation, MinibatchOptimizer, MinibatchSpec,
+    OptimizerState,
+};
 use fedcluster_core::{Batch, Rng, Workspace};
-use fedcluster_models::minibatch::{gather_features, next_rows};
 
 use crate::flat::{ParamSpec, Params};
 use crate::layers::{Norm, cross_entropy, running_update};
@@ -224,7 +226,7 @@ impl<B: Backend> Params<B> {
 
 impl<A: Architecture, B: AutodiffBackend> NetModel<A, B> {
     /// The augmentation of local training.
-    fn augmentation_of(&self) -> Option<fedcluster_core::local::Augmentation> {
+    fn augmentation_of(&self) -> Option<Augmentation> {
         fedcluster_core::Model::augmentation(self)
     }
 }

@@ -7,8 +7,7 @@
 
 use burn::backend::{Autodiff, NdArray};
 use burn::tensor::DType;
-use fedcluster_core::local::ImageShape;
-use fedcluster_core::{Batch, Model, Purpose, Targets, Workspace, stream};
+use fedcluster_core::{Batch, ImageShape, Model, Purpose, Targets, Workspace, stream};
 use fedcluster_nn::nets::{CharLstm, Cnn, Mlp, ResNet9};
 use fedcluster_nn::{Architecture, NetModel};
 use rand::Rng as _;

@@ -1,5 +1,5 @@
 //! `fedcluster.Client`: one client's half of the configured algorithm
-//! ([`fedcluster_cli::hosted_client`]).
+//! ([`fedcluster_run::hosted_client`]).
 
 use std::sync::Mutex;
 
@@ -8,9 +8,9 @@ use numpy::{PyArray1, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
-use fedcluster_cli::hosted_client::HostedClient;
 use fedcluster_core::RoundCtx;
 use fedcluster_data::{ClientData, TargetsOwned, Task};
+use fedcluster_run::hosted_client::HostedClient;
 
 use crate::config::Config;
 use crate::errors::failed;

@@ -5,7 +5,7 @@ use std::path::Path;
 use anyhow::anyhow;
 use pyo3::prelude::*;
 
-use fedcluster_cli::config::RunConfig;
+use fedcluster_run::config::RunConfig;
 
 use crate::errors::bad_config;
 
@@ -79,5 +79,5 @@ impl Config {
 /// IFCA paper's synthetic mixture), as TOML text.
 #[pyfunction]
 pub fn default_config() -> &'static str {
-    fedcluster_cli::config::DEFAULT_CONFIG
+    fedcluster_run::config::DEFAULT_CONFIG
 }

@@ -8,6 +8,9 @@
 //! - [`client::Client`]: one client's half: `handle`, `state`, `restore`.
 //! - [`ifca`]: IFCA's messages as numpy arrays, for client code written in
 //!   Python (the bring-your-own-PyTorch adapter).
+//! - [`messages`]: the algorithm table (names, type names, titles: the
+//!   Flower strategy classes derive from it) and any algorithm's messages
+//!   decoded by its name.
 //!
 //! Every call that runs Rust for long releases the GIL. Errors are
 //! `ConfigError` (the config) or `FedclusterError` (anything else), carrying
@@ -17,6 +20,7 @@ mod client;
 mod config;
 mod errors;
 mod ifca;
+mod messages;
 mod run;
 mod server;
 
@@ -35,5 +39,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(ifca::ifca_decode_down, m)?)?;
     m.add_function(wrap_pyfunction!(ifca::ifca_encode_up, m)?)?;
     m.add_function(wrap_pyfunction!(ifca::ifca_decode_up, m)?)?;
+    m.add_function(wrap_pyfunction!(messages::algorithm_names, m)?)?;
+    m.add_function(wrap_pyfunction!(messages::algorithm_table, m)?)?;
+    m.add_function(wrap_pyfunction!(messages::decode_down, m)?)?;
+    m.add_function(wrap_pyfunction!(messages::decode_up, m)?)?;
     Ok(())
 }

@@ -4,11 +4,12 @@ use numpy::PyArray1;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use fedcluster_cli::config::RunConfig;
-use fedcluster_cli::experiment::{Outcome, build_data_set, build_model, execute_with};
+use fedcluster_run::config::RunConfig;
+use fedcluster_run::experiment::{build_data_set, build_model, execute_with};
+use fedcluster_run::outcome::Outcome;
 use std::path::{Path, PathBuf};
 
-use fedcluster_cli::rundir::{Extras, RunDir, Summary, write_run};
+use fedcluster_run::rundir::{Extras, RunDir, Summary, write_run};
 
 use crate::config::Config;
 use crate::errors::failed;

@@ -1,5 +1,5 @@
 //! `fedcluster.Server`: the configured server half, its messages carried by
-//! the caller ([`fedcluster_cli::bridge`]).
+//! the caller ([`fedcluster_run::bridge`]).
 
 use std::sync::Mutex;
 
@@ -7,8 +7,8 @@ use numpy::PyArray1;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
-use fedcluster_cli::bridge::Hosted;
-use fedcluster_cli::config::RunConfig;
+use fedcluster_run::bridge::Hosted;
+use fedcluster_run::config::RunConfig;
 
 use crate::config::Config;
 use crate::errors::failed;

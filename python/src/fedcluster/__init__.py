@@ -4,6 +4,8 @@
   the per-round metrics, the summary and the final cluster models as numpy.
 - :class:`Server` and :class:`Client` are an algorithm's two halves, their
   messages (bytes, the networked mode's wire form) carried by the caller.
+- :mod:`fedcluster.messages` lists the algorithm table and reads any
+  algorithm's messages, by its name, as dicts.
 - :mod:`fedcluster.ifca` reads and writes IFCA's messages as numpy arrays, and
   :class:`fedcluster.ifca.IfcaClient` speaks IFCA's client protocol for a model
   written in Python (:mod:`fedcluster.torch` adapts a ``torch.nn.Module``).
@@ -11,7 +13,7 @@
   (``pip install 'fedcluster[flower]'``).
 """
 
-from . import ifca
+from . import ifca, messages
 from ._native import ConfigError, FedclusterError, default_config
 from .config import Config, load_config
 from .halves import Client, Planned, RoundDone, Server
@@ -24,6 +26,7 @@ __all__ = [
     "FedclusterError",
     "default_config",
     "ifca",
+    "messages",
     "Planned",
     "RoundDone",
     "RunResult",

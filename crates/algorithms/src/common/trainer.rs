@@ -1,18 +1,20 @@
-//! A client's local trainer: full-batch gradient descent (through
+//! The local optimizer as configs name it ([`Optimizer`]) and a client's
+//! trainer ([`LocalTrainer`]), which maps it onto the loops of
+//! [`fedcluster_core::train`]: full-batch gradient descent (through
 //! [`fedcluster_core::Model::train`], so a model's exact shortcut applies), or
-//! SGD or Adam on shuffled minibatches ([`fedcluster_models::minibatch`], or the
-//! model's own device loop), whose state the client keeps between rounds
+//! SGD or Adam on shuffled minibatches ([`fedcluster_core::train::minibatch`],
+//! or the model's own device loop), whose state the client keeps between rounds
 //! (`keep_state = true`, the default) or starts afresh at every local training
 //! (`keep_state = false`: the SR-FCA paper's public code builds a new torch
 //! optimizer at every call); any of them optionally with a proximal pull
-//! towards a centre (FedSoft), and with a per-round step-size decay.
+//! towards a centre (FedSoft), and with a per-round step-size decay. The
+//! trainer adds no loop of its own.
 
 use serde::{Deserialize, Serialize};
 
 use fedcluster_core::ClientEnv;
-use fedcluster_core::local::{MinibatchOptimizer, MinibatchSpec, OptimizerState, Pull};
-use fedcluster_core::params::{all_finite, axpy};
-use fedcluster_models::minibatch;
+use fedcluster_core::train::full_batch::pulled_descent;
+use fedcluster_core::train::{MinibatchOptimizer, MinibatchSpec, OptimizerState, Pull, minibatch};
 
 use super::checked::{FieldError, at_least_one};
 
@@ -236,7 +238,9 @@ impl LocalTrainer {
         let lr = self.optimizer.lr_at(lr, env.round);
         match (self.optimizer.minibatch(), pull) {
             (None, None) => env.model.train(params, env.data, lr, steps, env.ws),
-            (None, Some(pull)) => prox_gd_steps(params, pull, lr, steps, env),
+            (None, Some(pull)) => env.ws.with_grad(params.len(), |grad, ws| {
+                pulled_descent(env.model, params, env.data, pull, lr, steps, grad, ws)
+            }),
             (Some((optimizer, batch_size)), pull) => {
                 if !self.optimizer.keeps_state() {
                     self.state.restart();
@@ -259,39 +263,6 @@ impl LocalTrainer {
                 )
             }
         }
-    }
-}
-
-/// Full-batch gradient steps on the loss plus `pull`.
-fn prox_gd_steps(
-    params: &mut [f32],
-    pull: Pull<'_>,
-    lr: f32,
-    steps: usize,
-    env: &mut ClientEnv<'_>,
-) -> f64 {
-    let mut grad = std::mem::take(&mut env.ws.grad);
-    grad.resize(params.len(), 0.0);
-    let mut start_loss = f64::NAN;
-    for step in 0..steps {
-        let loss = env.model.loss_grad(params, env.data, &mut grad, env.ws);
-        if step == 0 {
-            start_loss = loss;
-        }
-        if !loss.is_finite() || !all_finite(&grad) {
-            start_loss = f64::NAN;
-            break;
-        }
-        for ((g, w), c) in grad.iter_mut().zip(params.iter()).zip(pull.centre) {
-            *g += pull.mu * (w - c);
-        }
-        axpy(-lr, &grad, params);
-    }
-    env.ws.grad = grad;
-    if all_finite(params) {
-        start_loss
-    } else {
-        f64::NAN
     }
 }
 

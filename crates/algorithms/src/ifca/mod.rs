@@ -30,6 +30,15 @@
 //! x step sizes). A replica whose loss or update becomes non-finite, or whose
 //! training loss grows 10^8-fold over its first round, is dropped; the run fails
 //! only when every replica has diverged.
+//!
+//! Replicas share each client's pass over its data: [`Down`] carries every
+//! replica's `k` models back to back and the model's batched `losses`,
+//! `assign_and_grad` and `assign_and_train` evaluate them all at once, so ten
+//! restarts read a client's data once per round, in one wide, compute-bound
+//! product instead of ten narrow, memory-bound ones.
+//!
+//! As in the paper, a client under stable identity keeps receiving only its
+//! own cluster's model: there is no periodic full refresh.
 
 mod client;
 mod config;

@@ -2,8 +2,8 @@
 //! estimation and FedAvg/FedProx refinement in Phase 2. It keeps no state.
 
 use fedcluster_core::model::argmin_f64;
+use fedcluster_core::train::prox::{ProxSolve, prox_descent};
 use fedcluster_core::{AlgoError, ClientEnv, ClientHalf, RoundCtx};
-use fedcluster_models::prox::{ProxSolve, prox_descent};
 
 use super::config::{Config, LocalUpdate, Start};
 use super::messages::{Down, MomentRequest, Up};

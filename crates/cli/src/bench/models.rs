@@ -10,9 +10,8 @@ use std::time::Instant;
 use anyhow::Result;
 use rand::Rng as _;
 
-use fedcluster_core::local::{ImageShape, MinibatchOptimizer, MinibatchSpec, OptimizerState};
-use fedcluster_core::{Batch, Model, Purpose, Targets, Workspace, stream};
-use fedcluster_models::minibatch;
+use fedcluster_core::train::{MinibatchOptimizer, MinibatchSpec, OptimizerState, minibatch};
+use fedcluster_core::{Batch, ImageShape, Model, Purpose, Targets, Workspace, stream};
 use fedcluster_nn::{Backend, Net, nets};
 
 use super::{BenchOptions, BenchReport};

@@ -16,7 +16,7 @@ use fedcluster_data::{MnistAnchoredSpec, Transform, load_mnist, mnist_anchored};
 use fedcluster_models::LogisticRegression;
 use fedcluster_sim::InProcess;
 
-use crate::experiment::algorithm_field;
+use fedcluster_run::experiment::algorithm_field;
 
 use super::{BenchOptions, BenchReport, Benchmark, resolve_threads, timed_rounds};
 

@@ -31,8 +31,10 @@ use super::dir::{SplitUser, is_leaf_dir, read_leaf_dir};
 use super::json::LeafSamples;
 use super::plays::{Play, parse_play};
 use super::samples::{leaf_split, normalise};
+use crate::data_set::DataSet;
 use crate::dataset::{ClientData, FederatedData, GroundTruth, TargetsOwned, Task};
 use crate::error::{DataError, Result};
+use crate::table::{DataKind, Files};
 
 /// `[data] kind = "shakespeare"`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -338,8 +340,35 @@ pub fn shakespeare_from_users(
         name: "shakespeare".into(),
         dim: SEQ_LEN,
         task: Task::Classification { classes: SYMBOLS },
+        image: None,
         train,
         test,
         truth: GroundTruth::unknown(),
     })
+}
+
+/// `kind = "shakespeare"`: [`ShakespeareSpec`], read from the plays or a LEAF
+/// directory.
+pub struct Shakespeare;
+
+impl DataKind for Shakespeare {
+    type Spec = ShakespeareSpec;
+
+    const FILES: Option<Files> = Some(Files {
+        title: "Shakespeare",
+        directory: "the directory of the plays or of LEAF's train/ and test/ JSON files",
+        dir_name: "shakespeare",
+    });
+
+    fn validate(spec: &Self::Spec) -> Result<()> {
+        spec.validate()
+    }
+
+    fn data_dir(spec: &Self::Spec) -> Option<&Path> {
+        spec.data_dir.as_deref()
+    }
+
+    fn build(spec: &Self::Spec, seed: u64) -> Result<DataSet> {
+        shakespeare(spec, seed).map(DataSet::Stored)
+    }
 }

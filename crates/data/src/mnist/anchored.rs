@@ -18,11 +18,11 @@ use fedcluster_core::{Purpose, stream};
 use rand::seq::SliceRandom;
 use serde::{Deserialize, Serialize};
 
+use super::MNIST_TRAIN_IMAGES;
 use super::partition::{Shape, check_mnist, dataset_name};
-use super::transform::Transform;
-use super::{MNIST_CLASSES, MNIST_TRAIN_IMAGES, Mnist};
 use crate::dataset::{FederatedData, GroundTruth, Task};
 use crate::error::{DataError, Result};
+use crate::images::{ImageSet, Transform};
 
 /// Specification of the anchored MNIST partition.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -91,7 +91,11 @@ impl MnistAnchoredSpec {
 
 /// Builds the anchored partition of `mnist` described by `spec` (see the module
 /// documentation); deterministic given `seed`. `truth.params` is `None`.
-pub fn mnist_anchored(mnist: &Mnist, spec: &MnistAnchoredSpec, seed: u64) -> Result<FederatedData> {
+pub fn mnist_anchored(
+    mnist: &ImageSet,
+    spec: &MnistAnchoredSpec,
+    seed: u64,
+) -> Result<FederatedData> {
     check_mnist(mnist)?;
     spec.check_sizes(mnist.train_len())?;
     let shape = Shape::new(mnist, spec.downsample, &spec.transforms)?;
@@ -129,8 +133,9 @@ pub fn mnist_anchored(mnist: &Mnist, spec: &MnistAnchoredSpec, seed: u64) -> Res
         name: spec.name(),
         dim: shape.dim(),
         task: Task::Classification {
-            classes: MNIST_CLASSES,
+            classes: mnist.classes,
         },
+        image: Some(shape.image()),
         train,
         test,
         truth: GroundTruth {
@@ -145,17 +150,22 @@ pub fn mnist_anchored(mnist: &Mnist, spec: &MnistAnchoredSpec, seed: u64) -> Res
 #[cfg(test)]
 mod tests {
     use super::*;
+    use fedcluster_core::ImageShape;
 
     /// A fake MNIST of `n` training and `t` test 4x4 images: image `i` is all `i`.
-    fn fake(n: usize, t: usize) -> Mnist {
+    fn fake(n: usize, t: usize) -> ImageSet {
         let img = |count: usize| {
             (0..count)
                 .flat_map(|i| vec![i as f32; 16])
                 .collect::<Vec<f32>>()
         };
-        Mnist {
-            rows: 4,
-            cols: 4,
+        ImageSet {
+            shape: ImageShape {
+                height: 4,
+                width: 4,
+                channels: 1,
+            },
+            classes: 10,
             train_images: img(n),
             train_labels: (0..n).map(|i| (i % 10) as u32).collect(),
             test_images: img(t),

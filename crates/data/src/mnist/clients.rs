@@ -7,16 +7,16 @@
 use fedcluster_core::{Batch, ClientId, ShardBuf, Shards};
 
 use super::partition::{MnistClustersSpec, Parts};
-use super::{MNIST_CLASSES, Mnist};
 use crate::dataset::{ClientData, FederatedData, GroundTruth, Task};
 use crate::error::Result;
+use crate::images::ImageSet;
 use crate::view::{DataView, StoredClients};
 
 /// [`super::mnist_clusters`]'s data set, its training clients produced on
 /// demand.
 pub struct MnistClustersData {
     name: String,
-    mnist: Mnist,
+    mnist: ImageSet,
     spec: MnistClustersSpec,
     parts: Parts,
 }
@@ -24,7 +24,7 @@ pub struct MnistClustersData {
 impl MnistClustersData {
     /// The partition of `mnist` that `spec` and `seed` describe (validated as
     /// [`super::mnist_clusters`] validates it).
-    pub fn new(mnist: Mnist, spec: &MnistClustersSpec, seed: u64) -> Result<Self> {
+    pub fn new(mnist: ImageSet, spec: &MnistClustersSpec, seed: u64) -> Result<Self> {
         let parts = Parts::new(&mnist, spec, seed)?;
         Ok(Self {
             name: spec.name(),
@@ -41,8 +41,9 @@ impl MnistClustersData {
             name: &self.name,
             dim,
             task: Task::Classification {
-                classes: MNIST_CLASSES,
+                classes: self.mnist.classes,
             },
+            image: Some(self.parts.shape.image()),
             train: Box::new(TrainClients(self)),
             test: Box::new(StoredClients {
                 clients: &self.parts.test,
@@ -50,6 +51,12 @@ impl MnistClustersData {
             }),
             truth: &self.parts.truth,
         }
+    }
+
+    /// The same partition under another name (for reports).
+    pub fn with_name(mut self, name: String) -> Self {
+        self.name = name;
+        self
     }
 
     /// The ground truth.
@@ -68,8 +75,9 @@ impl MnistClustersData {
             name: self.name,
             dim: self.parts.shape.dim(),
             task: Task::Classification {
-                classes: MNIST_CLASSES,
+                classes: self.mnist.classes,
             },
+            image: Some(self.parts.shape.image()),
             train,
             test: self.parts.test,
             truth: self.parts.truth,

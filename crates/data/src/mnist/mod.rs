@@ -4,8 +4,7 @@
 //! - [`idx`]: the IDX file format, plain or gzipped.
 //! - [`load_mnist`]: the four canonical files of a directory, as [`Mnist`]
 //!   with pixels scaled to `[0, 1]`.
-//! - [`transform`]: [`Transform`] (rotations by quarter turns, inversion) and
-//!   [`downsample2x2`] (28x28 to 14x14).
+//!   ([`Mnist`] is an [`ImageSet`]: the partitions below take any image set).
 //! - [`partition`]: [`mnist_clusters`], one cluster per transform, e.g. rotated
 //!   MNIST (IFCA, Ghosh et al., Section VI-B) or inverted MNIST (SR-FCA).
 //! - [`clients`]: [`MnistClustersData`], the same partition with its training
@@ -15,21 +14,24 @@
 
 use std::path::{Path, PathBuf};
 
+use fedcluster_core::ImageShape;
+
 use crate::error::{DataError, Result};
 
 pub mod anchored;
 pub mod clients;
 pub mod idx;
+pub mod kinds;
 pub mod partition;
-pub mod transform;
 
 #[cfg(test)]
 mod tests;
 
+use crate::images::ImageSet;
+pub use crate::images::{Transform, downsample2x2};
 pub use anchored::{MnistAnchoredSpec, mnist_anchored};
 pub use clients::MnistClustersData;
 pub use partition::{MnistClustersSpec, mnist_cluster_clients, mnist_clusters};
-pub use transform::{Transform, downsample2x2};
 
 /// Name of the training images file (without `.gz`).
 pub const TRAIN_IMAGES_FILE: &str = "train-images-idx3-ubyte";
@@ -46,55 +48,9 @@ pub const MNIST_TEST_IMAGES: usize = 10_000;
 /// Number of classes (digits).
 pub const MNIST_CLASSES: usize = 10;
 
-/// MNIST in memory: images of `rows x cols` pixels, row-major, one after the
-/// other, pixel values scaled from `0..=255` to `[0, 1]`; one digit label per
-/// image.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Mnist {
-    /// Rows per image (28).
-    pub rows: usize,
-    /// Columns per image (28).
-    pub cols: usize,
-    /// Training images, `train_labels.len() * rows * cols` values.
-    pub train_images: Vec<f32>,
-    /// Training labels in `0..=9`.
-    pub train_labels: Vec<u32>,
-    /// Test images, `test_labels.len() * rows * cols` values.
-    pub test_images: Vec<f32>,
-    /// Test labels in `0..=9`.
-    pub test_labels: Vec<u32>,
-}
-
-impl Mnist {
-    /// Pixels per image.
-    pub fn image_len(&self) -> usize {
-        self.rows * self.cols
-    }
-
-    /// Number of training images.
-    pub fn train_len(&self) -> usize {
-        self.train_labels.len()
-    }
-
-    /// Number of test images.
-    pub fn test_len(&self) -> usize {
-        self.test_labels.len()
-    }
-
-    /// Training image `i`, if there is one.
-    pub fn train_image(&self, i: usize) -> Option<&[f32]> {
-        image(&self.train_images, self.image_len(), i)
-    }
-
-    /// Test image `i`, if there is one.
-    pub fn test_image(&self, i: usize) -> Option<&[f32]> {
-        image(&self.test_images, self.image_len(), i)
-    }
-}
-
-fn image(images: &[f32], len: usize, i: usize) -> Option<&[f32]> {
-    images.get(i.checked_mul(len)?..i.checked_add(1)?.checked_mul(len)?)
-}
+/// MNIST in memory: an [`ImageSet`] of 28x28 grey images and 10 classes (the
+/// shape the files declare).
+pub type Mnist = ImageSet;
 
 /// Reads MNIST from the four canonical IDX files in `dir`:
 /// `train-images-idx3-ubyte`, `train-labels-idx1-ubyte`,
@@ -142,9 +98,13 @@ pub fn load_mnist(dir: &Path) -> Result<Mnist> {
             ),
         ));
     }
-    Ok(Mnist {
-        rows: train.rows,
-        cols: train.cols,
+    Ok(ImageSet {
+        shape: ImageShape {
+            height: train.rows,
+            width: train.cols,
+            channels: 1,
+        },
+        classes: MNIST_CLASSES,
         train_images: scale(&train.pixels),
         train_labels,
         test_images: scale(&test.pixels),

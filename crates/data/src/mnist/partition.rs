@@ -23,14 +23,14 @@
 
 use std::path::PathBuf;
 
-use fedcluster_core::{Purpose, stream};
+use fedcluster_core::{ImageShape, Purpose, stream};
 use rand::seq::SliceRandom;
 use serde::{Deserialize, Serialize};
 
-use super::transform::{Transform, downsample2x2};
-use super::{MNIST_CLASSES, MNIST_TEST_IMAGES, MNIST_TRAIN_IMAGES, Mnist};
+use super::{MNIST_TEST_IMAGES, MNIST_TRAIN_IMAGES};
 use crate::dataset::{ClientData, FederatedData, GroundTruth, TargetsOwned, Task};
 use crate::error::{DataError, Result};
+use crate::images::{ImageSet, Transform, downsample2x2, downsampled};
 
 #[cfg(test)]
 mod tests;
@@ -66,6 +66,15 @@ pub struct MnistClustersSpec {
 }
 
 impl MnistClustersSpec {
+    /// The shape of every client's images, for images of `input`.
+    pub fn image_shape(&self, input: ImageShape) -> ImageShape {
+        if self.downsample {
+            downsampled(input)
+        } else {
+            input
+        }
+    }
+
     /// Checks every field against the canonical MNIST (60,000 training and
     /// 10,000 test images); the error names the first bad one.
     pub fn validate(&self) -> Result<()> {
@@ -178,7 +187,11 @@ pub(super) fn dataset_name(prefix: &str, transforms: &[Transform], downsample: b
 /// if `mnist` is inconsistent (image values not matching the labels, a label
 /// above 9), if a rotation is asked of non-square images, or if downsampling
 /// would leave no pixel. `truth.params` is `None`.
-pub fn mnist_clusters(mnist: &Mnist, spec: &MnistClustersSpec, seed: u64) -> Result<FederatedData> {
+pub fn mnist_clusters(
+    mnist: &ImageSet,
+    spec: &MnistClustersSpec,
+    seed: u64,
+) -> Result<FederatedData> {
     let parts = Parts::new(mnist, spec, seed)?;
     let n = spec.points_per_client;
     let mut scratch = vec![0.0; parts.shape.scratch_len()];
@@ -196,8 +209,9 @@ pub fn mnist_clusters(mnist: &Mnist, spec: &MnistClustersSpec, seed: u64) -> Res
         name: spec.name(),
         dim: parts.shape.dim(),
         task: Task::Classification {
-            classes: MNIST_CLASSES,
+            classes: mnist.classes,
         },
+        image: Some(parts.shape.image()),
         train,
         test: parts.test,
         truth: parts.truth,
@@ -220,7 +234,7 @@ pub(super) struct Parts {
 
 impl Parts {
     /// Validates `spec` against `mnist` and draws the partition.
-    pub(super) fn new(mnist: &Mnist, spec: &MnistClustersSpec, seed: u64) -> Result<Self> {
+    pub(super) fn new(mnist: &ImageSet, spec: &MnistClustersSpec, seed: u64) -> Result<Self> {
         check_mnist(mnist)?;
         spec.check_sizes(mnist.train_len(), mnist.test_len())?;
         let shape = Shape::new(mnist, spec.downsample, &spec.transforms)?;
@@ -285,7 +299,7 @@ fn cluster_order(order: &mut [usize], seed: u64, j: usize) {
 /// alone, each exactly as [`mnist_clusters`] builds it (a joining process
 /// holds these and nothing else: no other client, no test client, no truth).
 pub fn mnist_cluster_clients(
-    mnist: &Mnist,
+    mnist: &ImageSet,
     spec: &MnistClustersSpec,
     seed: u64,
     ids: &[usize],
@@ -321,50 +335,25 @@ pub fn mnist_cluster_clients(
 }
 
 /// Checks that the public fields of `mnist` fit together.
-pub(super) fn check_mnist(mnist: &Mnist) -> Result<()> {
-    let len = mnist.rows.checked_mul(mnist.cols);
-    for (split, images, labels) in [
-        ("train", &mnist.train_images, &mnist.train_labels),
-        ("test", &mnist.test_images, &mnist.test_labels),
-    ] {
-        if len.and_then(|l| l.checked_mul(labels.len())) != Some(images.len()) {
-            return Err(DataError::invalid(
-                format!("mnist.{split}_images"),
-                format!(
-                    "{} values for {} images of {}x{}",
-                    images.len(),
-                    labels.len(),
-                    mnist.rows,
-                    mnist.cols
-                ),
-            ));
-        }
-        if let Some(i) = labels.iter().position(|l| *l as usize >= MNIST_CLASSES) {
-            return Err(DataError::invalid(
-                format!("mnist.{split}_labels[{i}]"),
-                format!("{} is not a digit", labels[i]),
-            ));
-        }
-    }
-    Ok(())
+pub(super) fn check_mnist(mnist: &ImageSet) -> Result<()> {
+    mnist.check("mnist")
 }
 
-/// Image sizes before and after the optional downsampling.
+/// Image shapes before and after the optional downsampling.
 pub(crate) struct Shape {
-    rows: usize,
-    cols: usize,
+    input: ImageShape,
     downsample: bool,
 }
 
 impl Shape {
-    pub(super) fn new(mnist: &Mnist, downsample: bool, transforms: &[Transform]) -> Result<Self> {
+    pub(super) fn new(set: &ImageSet, downsample: bool, transforms: &[Transform]) -> Result<Self> {
         let shape = Self {
-            rows: mnist.rows,
-            cols: mnist.cols,
+            input: set.shape,
             downsample,
         };
-        let (rows, cols) = shape.out();
-        if rows * cols == 0 {
+        let out = shape.image();
+        let (rows, cols) = (out.height, out.width);
+        if rows * cols * out.channels == 0 {
             let field = if downsample {
                 "downsample"
             } else {
@@ -372,7 +361,10 @@ impl Shape {
             };
             return Err(DataError::invalid(
                 field,
-                format!("images of {}x{} are too small", mnist.rows, mnist.cols),
+                format!(
+                    "images of {}x{} are too small",
+                    set.shape.height, set.shape.width
+                ),
             ));
         }
         if rows != cols
@@ -386,19 +378,20 @@ impl Shape {
         Ok(shape)
     }
 
-    /// Shape of the images that are transformed.
-    fn out(&self) -> (usize, usize) {
+    /// The shape of the images that are transformed (and, rotations being of
+    /// square images only, of every client's samples).
+    pub(super) fn image(&self) -> ImageShape {
         if self.downsample {
-            (self.rows / 2, self.cols / 2)
+            downsampled(self.input)
         } else {
-            (self.rows, self.cols)
+            self.input
         }
     }
 
     /// Features per sample.
     pub(super) fn dim(&self) -> usize {
-        let (rows, cols) = self.out();
-        rows * cols
+        let out = self.image();
+        out.height * out.width * out.channels
     }
 
     pub(super) fn scratch_len(&self) -> usize {
@@ -434,15 +427,19 @@ impl Shape {
         x: &mut [f32],
         y: &mut [u32],
     ) -> Result<()> {
-        let (len, dim) = (self.rows * self.cols, self.dim());
-        let (rows, cols) = self.out();
+        let input = self.input;
+        let (len, dim, out) = (
+            input.height * input.width * input.channels,
+            self.dim(),
+            self.image(),
+        );
         for ((slot, label), i) in x.chunks_exact_mut(dim).zip(y.iter_mut()).zip(indices) {
             let src = &images[i * len..(i + 1) * len];
             if self.downsample {
-                downsample2x2(self.rows, self.cols, src, scratch)?;
-                t.apply(rows, cols, scratch, slot)?;
+                downsample2x2(input, src, scratch)?;
+                t.apply(out, scratch, slot)?;
             } else {
-                t.apply(rows, cols, src, slot)?;
+                t.apply(out, src, slot)?;
             }
             *label = labels[i];
         }

@@ -116,7 +116,7 @@ fn tiny_files_round_trip_plain_and_gzipped() {
     for gz in [false, true] {
         let dir = tiny(&format!("round-trip-{gz}"), gz);
         let m = load_mnist(&dir.0).unwrap();
-        assert_eq!((m.rows, m.cols), (2, 2));
+        assert_eq!((m.shape.height, m.shape.width, m.shape.channels), (2, 2, 1));
         assert_eq!(m.train_labels, [5, 0, 9]);
         assert_eq!(m.test_labels, [7]);
         assert_eq!(m.train_images, scaled(&TRAIN_PIXELS));
@@ -240,7 +240,10 @@ fn the_real_mnist_loads() {
     let Some(m) = real_mnist("the_real_mnist_loads") else {
         return;
     };
-    assert_eq!((m.rows, m.cols), (28, 28));
+    assert_eq!(
+        (m.shape.height, m.shape.width, m.shape.channels),
+        (28, 28, 1)
+    );
     assert_eq!((m.train_len(), m.test_len()), (60_000, 10_000));
     assert_eq!(m.train_images.len(), 60_000 * 784);
     assert_eq!(m.test_images.len(), 10_000 * 784);

@@ -5,7 +5,6 @@ use rand::Rng as _;
 use fedcluster_core::{Batch, Model, Purpose, Targets, Workspace, stream};
 
 use super::*;
-use crate::local::gd_steps_ws;
 
 fn tiny() -> Cnn {
     Cnn::new(Cnn {
@@ -99,7 +98,7 @@ fn gradient_descent_learns_a_small_problem() {
     model.init(&mut stream(9, Purpose::Init, 0, 0), &mut params);
     let mut ws = Workspace::default();
     let start = model.loss(&params, batch, &mut ws);
-    gd_steps_ws(&model, &mut params, batch, 0.2, 400, &mut ws);
+    model.train(&mut params, batch, 0.2, 400, &mut ws);
     let end = model.loss(&params, batch, &mut ws);
     assert!(end < start / 3.0, "loss {start} -> {end}");
     assert!(model.count_correct(&params, batch, &mut ws).unwrap() >= 20);

@@ -8,7 +8,7 @@
 //! updates it with `K` (`2n²h` operations instead of `2ndh` for a forward pass
 //! and as many for the weight gradient), and forms `W1` once at the end. In exact
 //! arithmetic this is plain gradient descent; in floating point it agrees to
-//! rounding (tested against [`fedcluster_core::model::gradient_descent`]).
+//! rounding (tested against [`fedcluster_core::train::full_batch::gradient_descent`]).
 //!
 //! Workspace buffers: `bufs[0]` the projections (`n × hidden`, one per model in
 //! `assign_and_train`), `bufs[1]` `K` (`n × n`), `bufs[2]` `Σ_t D_t`, `bufs[3]`
@@ -227,7 +227,7 @@ fn subtract_column_sums(m: &[f32], width: usize, scale: f32, b: &mut [f32]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use fedcluster_core::model::gradient_descent;
+    use fedcluster_core::train::full_batch::gradient_descent;
     use fedcluster_core::{Purpose, Targets, stream};
     use rand::Rng as _;
 

@@ -154,7 +154,7 @@ impl Mlp {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use fedcluster_core::model::momentum_descent;
+    use fedcluster_core::train::full_batch::momentum_descent;
     use fedcluster_core::{Purpose, Targets, stream};
     use rand::Rng as _;
 

@@ -7,10 +7,51 @@
 
 use burn::tensor::Tensor;
 use burn::tensor::backend::Backend;
+use serde::{Deserialize, Serialize};
 
+use fedcluster_core::{Input, Model};
+
+use crate::config::{self, ModelBackend};
 use crate::flat::{Init, ParamSpec};
 use crate::layers::{Norm, dense, embedding, lstm};
 use crate::net::Architecture;
+use crate::{Net, NnError};
+
+/// `[model] kind = "char-lstm"`: LEAF's Shakespeare network, an embedding,
+/// stacked LSTM layers and a dense layer to the next character (vocabulary
+/// and window length from the data); on burn only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CharLstmConfig {
+    /// Embedding dimension.
+    #[serde(default = "config::eight")]
+    pub embedding: usize,
+    /// Hidden units per layer.
+    #[serde(default = "config::c256")]
+    pub hidden: usize,
+    /// Stacked layers.
+    #[serde(default = "config::two")]
+    pub layers: usize,
+    /// Where it runs (default: ndarray).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backend: Option<ModelBackend>,
+}
+
+impl CharLstmConfig {
+    /// The LSTM for `input`: windows of `dim` token ids whose classes are the
+    /// vocabulary.
+    pub fn build(&self, input: &Input) -> Result<Box<dyn Model>, NnError> {
+        let vocab = config::classes(input.task, "char-lstm")?;
+        let net = CharLstm {
+            vocab,
+            seq_len: input.dim,
+            embedding: self.embedding,
+            hidden: self.hidden,
+            layers: self.layers,
+        };
+        config::on_burn(Net::CharLstm(net), self.backend, None)
+    }
+}
 
 /// The LSTM's shape.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

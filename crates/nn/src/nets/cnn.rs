@@ -7,12 +7,165 @@
 
 use burn::tensor::Tensor;
 use burn::tensor::backend::Backend;
+use serde::{Deserialize, Serialize};
 
-use fedcluster_core::local::ImageShape;
+use fedcluster_core::ImageShape;
+use fedcluster_core::train::Augmentation;
+use fedcluster_core::{Input, Model};
 
+use crate::config::{self, AugmentConfig, ModelBackend};
 use crate::flat::{Init, ParamSpec};
 use crate::layers::{Norm, act, conv2d, dense, images, max_pool2};
 use crate::net::Architecture;
+use crate::{Net, NnError};
+
+/// `[model] kind = "cnn"`: two valid `k x k` convolutions with ReLU and 2x2
+/// max-pooling, a dense ReLU layer and a softmax output, on square
+/// channels-last images (the IFCA paper's CNN), native by default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CnnConfig {
+    /// Image channels (the side is inferred from the data's dimension).
+    #[serde(default = "config::one")]
+    pub channels: usize,
+    /// Kernel side.
+    #[serde(default = "config::five")]
+    pub kernel: usize,
+    /// Channels of the first convolution.
+    #[serde(default = "config::c32")]
+    pub conv1: usize,
+    /// Channels of the second convolution.
+    #[serde(default = "config::c64")]
+    pub conv2: usize,
+    /// Units of the dense layer.
+    #[serde(default = "config::c512")]
+    pub hidden: usize,
+    /// Where it runs (default: native).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backend: Option<ModelBackend>,
+    /// Augmentation of local training.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub augment: Option<AugmentConfig>,
+}
+
+impl CnnConfig {
+    /// The CNN for `input`, a classification data set of images.
+    pub fn build(&self, input: &Input) -> Result<Box<dyn Model>, NnError> {
+        let classes = config::classes(input.task, "cnn")?;
+        let image = config::image(input, self.channels)?;
+        let sizes = (self.kernel, self.conv1, self.conv2, self.hidden);
+        let augmentation = AugmentConfig::of(self.augment, image);
+        valid_cnn(image, sizes, classes, self.backend, augmentation)
+    }
+}
+
+/// `[model] kind = "cnn-cifar"`: the IFCA and CFL-MGD CIFAR network, `cnn` on
+/// 32x32x3 (2 convolutions and 2 dense layers), native by default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CnnCifarConfig {
+    /// Image channels.
+    #[serde(default = "config::three")]
+    pub channels: usize,
+    /// Units of the dense layer.
+    #[serde(default = "config::c512")]
+    pub hidden: usize,
+    /// Where it runs (default: native).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backend: Option<ModelBackend>,
+    /// Augmentation of local training (the papers: `{ crop_padding = 4, flip = true }`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub augment: Option<AugmentConfig>,
+}
+
+impl CnnCifarConfig {
+    /// The CIFAR CNN for `input`, a classification data set of images.
+    pub fn build(&self, input: &Input) -> Result<Box<dyn Model>, NnError> {
+        let classes = config::classes(input.task, "cnn-cifar")?;
+        let image = config::image(input, self.channels)?;
+        let augmentation = AugmentConfig::of(self.augment, image);
+        valid_cnn(
+            image,
+            (5, 32, 64, self.hidden),
+            classes,
+            self.backend,
+            augmentation,
+        )
+    }
+}
+
+/// `[model] kind = "cnn-femnist"`: LEAF's FEMNIST CNN, 5x5 convolutions of 32
+/// and 64 channels with same padding, each with 2x2 max-pooling, dense 2048,
+/// softmax; on burn only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CnnFemnistConfig {
+    /// Image channels.
+    #[serde(default = "config::one")]
+    pub channels: usize,
+    /// Units of the dense layer.
+    #[serde(default = "config::c2048")]
+    pub hidden: usize,
+    /// Where it runs (default: ndarray).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backend: Option<ModelBackend>,
+}
+
+impl CnnFemnistConfig {
+    /// The FEMNIST CNN for `input`, a classification data set of images.
+    pub fn build(&self, input: &Input) -> Result<Box<dyn Model>, NnError> {
+        let classes = config::classes(input.task, "cnn-femnist")?;
+        let image = config::image(input, self.channels)?;
+        let net = Cnn {
+            image,
+            kernel: 5,
+            padding: 2,
+            conv1: 32,
+            conv2: 64,
+            hidden: self.hidden,
+            classes,
+        };
+        config::on_burn(Net::Cnn(net), self.backend, None)
+    }
+}
+
+/// The two-convolution CNN with valid padding, native (by default) or on burn.
+fn valid_cnn(
+    image: ImageShape,
+    (kernel, conv1, conv2, hidden): (usize, usize, usize, usize),
+    classes: usize,
+    backend: Option<ModelBackend>,
+    augmentation: Option<Augmentation>,
+) -> Result<Box<dyn Model>, NnError> {
+    let net = Cnn {
+        image,
+        kernel,
+        padding: 0,
+        conv1,
+        conv2,
+        hidden,
+        classes,
+    };
+    // The burn network's checks name the keys for both backends.
+    Net::Cnn(net).check()?;
+    if !config::native(backend) {
+        return config::on_burn(Net::Cnn(net), backend, augmentation);
+    }
+    let shape = fedcluster_models::Cnn {
+        height: image.height,
+        width: image.width,
+        channels: image.channels,
+        kernel,
+        conv1,
+        conv2,
+        hidden,
+        classes,
+        augmentation,
+    };
+    Ok(Box::new(
+        fedcluster_models::Cnn::new(shape).map_err(NnError::NativeShape)?,
+    ))
+}
 
 /// The CNN's shape.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

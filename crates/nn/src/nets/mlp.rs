@@ -4,10 +4,51 @@
 
 use burn::tensor::Tensor;
 use burn::tensor::backend::Backend;
+use serde::{Deserialize, Serialize};
 
+use fedcluster_core::{Input, Model};
+
+use crate::config::{self, ModelBackend, invalid};
 use crate::flat::{Init, ParamSpec};
 use crate::layers::{Norm, act, dense};
 use crate::net::Architecture;
+use crate::{Net, NnError};
+
+/// `[model] kind = "mlp"`: one ReLU hidden layer and a softmax output
+/// (784-200-10 on MNIST), native by default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MlpConfig {
+    /// Hidden units.
+    #[serde(default = "config::c200")]
+    pub hidden: usize,
+    /// Where it runs (default: native).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backend: Option<ModelBackend>,
+}
+
+impl MlpConfig {
+    /// The MLP for `input`, a classification data set: the native
+    /// [`fedcluster_models::Mlp`] or [`Mlp`] on burn.
+    pub fn build(&self, input: &Input) -> Result<Box<dyn Model>, NnError> {
+        let classes = config::classes(input.task, "mlp")?;
+        let hidden = self.hidden;
+        if hidden == 0 {
+            return Err(invalid("hidden", "must be at least 1, got 0"));
+        }
+        if config::native(self.backend) {
+            return Ok(Box::new(fedcluster_models::Mlp::new(
+                input.dim, hidden, classes,
+            )?));
+        }
+        let net = Mlp {
+            input: input.dim,
+            hidden,
+            classes,
+        };
+        config::on_burn(Net::Mlp(net), self.backend, None)
+    }
+}
 
 /// One ReLU hidden layer and a softmax output.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

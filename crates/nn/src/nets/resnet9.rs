@@ -17,12 +17,50 @@
 
 use burn::tensor::Tensor;
 use burn::tensor::backend::Backend;
+use serde::{Deserialize, Serialize};
 
-use fedcluster_core::local::ImageShape;
+use fedcluster_core::ImageShape;
+use fedcluster_core::{Input, Model};
 
+use crate::config::{self, AugmentConfig, ModelBackend};
 use crate::flat::{Init, ParamSpec};
 use crate::layers::{Norm, act, batch_norm, conv2d, dense, global_max_pool, images, max_pool2};
 use crate::net::Architecture;
+use crate::{Net, NnError};
+
+/// `[model] kind = "resnet9"`: ResNet9 (Page 2019), the SR-FCA paper's CIFAR
+/// network; on burn only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ResNet9Config {
+    /// Image channels.
+    #[serde(default = "config::three")]
+    pub channels: usize,
+    /// Channels of the first convolution (Page: 64).
+    #[serde(default = "config::c64")]
+    pub width: usize,
+    /// Where it runs (default: ndarray).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backend: Option<ModelBackend>,
+    /// Augmentation of local training.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub augment: Option<AugmentConfig>,
+}
+
+impl ResNet9Config {
+    /// ResNet9 for `input`, a classification data set of images.
+    pub fn build(&self, input: &Input) -> Result<Box<dyn Model>, NnError> {
+        let classes = config::classes(input.task, "resnet9")?;
+        let image = config::image(input, self.channels)?;
+        let net = ResNet9 {
+            image,
+            width: self.width,
+            classes,
+        };
+        let augmentation = AugmentConfig::of(self.augment, image);
+        config::on_burn(Net::ResNet9(net), self.backend, augmentation)
+    }
+}
 
 /// ResNet9's shape.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -3,11 +3,10 @@
 //! the flat round trip, the native models on the same flat parameters, and
 //! the device training loops against the flat loop.
 
-use fedcluster_core::local::{
-    Augmentation, ImageShape, MinibatchOptimizer, MinibatchSpec, OptimizerState,
-};
+use fedcluster_core::ImageShape;
+use fedcluster_core::train::minibatch::flat_steps;
+use fedcluster_core::train::{Augmentation, MinibatchOptimizer, MinibatchSpec, OptimizerState};
 use fedcluster_core::{Batch, Model, Purpose, Targets, Workspace, stream};
-use fedcluster_models::minibatch::flat_steps;
 use rand::Rng as _;
 
 use super::{CharLstm, Cnn, Mlp, ResNet9};

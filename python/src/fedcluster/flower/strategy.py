@@ -13,6 +13,13 @@ and returns the selected replica's cluster models and the round's metrics:
 the same records ``fedcluster run`` writes for the same config and seed.
 Evaluation is fedcluster's own (the server's held-out test clients, in the
 round's records), so ``configure_evaluate`` sends nothing.
+
+Every algorithm of fedcluster's table (:func:`fedcluster.messages.algorithms`)
+also has its own subclass, built from the table when this module is imported
+and named as the algorithm's Rust type (:class:`Ifca`, :class:`CflMgd`,
+:class:`SrFca`, :class:`LocalKMeans`, :class:`FedProx`, :class:`FedAvgM`, ...;
+:data:`STRATEGIES` maps each algorithm name to its class): it refuses a config
+of another algorithm.
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ from flwr.serverapp.strategy import Result, Strategy
 from .._native import FedclusterError
 from ..config import ConfigLike, Overrides
 from ..halves import RoundDone, Server
+from ..messages import AlgorithmInfo, algorithms
 from ..run import RunResult
 from .nodes import ARRAYS, CONFIG
 
@@ -301,67 +309,29 @@ def _metrics_record(done: RoundDone) -> MetricRecord:
     )
 
 
-class Ifca(ClusteredStrategy):
-    """IFCA (Ghosh et al.) (``name = "ifca"``) as a Flower strategy; see :class:`ClusteredStrategy`."""
-
-    algorithm = "ifca"
-
-
-class CflMgd(ClusteredStrategy):
-    """CFL-MGD, IFCA with momentum (``name = "cflmgd"``) as a Flower strategy; see :class:`ClusteredStrategy`."""
-
-    algorithm = "cflmgd"
-
-
-class SrFca(ClusteredStrategy):
-    """SR-FCA (``name = "srfca"``) as a Flower strategy; see :class:`ClusteredStrategy`."""
-
-    algorithm = "srfca"
-
-
-class FedSoft(ClusteredStrategy):
-    """FedSoft (``name = "fedsoft"``) as a Flower strategy; see :class:`ClusteredStrategy`."""
-
-    algorithm = "fedsoft"
+def _strategy_class(line: AlgorithmInfo) -> type[ClusteredStrategy]:
+    """The strategy class of one line of fedcluster's algorithm table: named
+    as the algorithm's Rust type, defined in this module (so it pickles and
+    shows in docs like a class written out)."""
+    doc = (
+        f"{line.title}\n\n"
+        f"As a Flower strategy: :class:`ClusteredStrategy` for a config whose\n"
+        f"``[algorithm]`` table has ``name = \"{line.name}\"`` (its section's\n"
+        f"other keys are the algorithm's options); any other config is a\n"
+        f"``ValueError``.\n"
+    )
+    return type(
+        line.type_name,
+        (ClusteredStrategy,),
+        {"__doc__": doc, "__module__": __name__, "__qualname__": line.type_name, "algorithm": line.name},
+    )
 
 
-class Cfl(ClusteredStrategy):
-    """CFL (Sattler et al.) (``name = "cfl"``) as a Flower strategy; see :class:`ClusteredStrategy`."""
-
-    algorithm = "cfl"
-
-
-class TwoPhase(ClusteredStrategy):
-    """the two-phase anchor-client method (Su, Xu, Yang) (``name = "twophase"``) as a Flower strategy; see :class:`ClusteredStrategy`."""
-
-    algorithm = "twophase"
-
-
-class OneShot(ClusteredStrategy):
-    """one-shot clustering (``name = "oneshot"``) as a Flower strategy; see :class:`ClusteredStrategy`."""
-
-    algorithm = "oneshot"
-
-
-class Global(ClusteredStrategy):
-    """one global model (FedAvg) (``name = "global"``) as a Flower strategy; see :class:`ClusteredStrategy`."""
-
-    algorithm = "global"
-
-
-class Local(ClusteredStrategy):
-    """local models (``name = "local"``) as a Flower strategy; see :class:`ClusteredStrategy`."""
-
-    algorithm = "local"
-
-
-class LocalKMeans(ClusteredStrategy):
-    """Local-KMeans (``name = "local-kmeans"``) as a Flower strategy; see :class:`ClusteredStrategy`."""
-
-    algorithm = "local-kmeans"
-
-
-class Oracle(ClusteredStrategy):
-    """the oracle (true clusters) (``name = "oracle"``) as a Flower strategy; see :class:`ClusteredStrategy`."""
-
-    algorithm = "oracle"
+#: One strategy class per algorithm of fedcluster's table, by algorithm name
+#: (``STRATEGIES["local-kmeans"]`` is :class:`LocalKMeans`), in table order.
+STRATEGIES: dict[str, type[ClusteredStrategy]] = {}
+for _line in algorithms():
+    if _line.type_name in globals():
+        raise ImportError(f"algorithm `{_line.name}`: its class name {_line.type_name} is taken in {__name__}")
+    STRATEGIES[_line.name] = globals()[_line.type_name] = _strategy_class(_line)
+del _line

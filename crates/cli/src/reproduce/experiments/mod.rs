@@ -11,7 +11,7 @@ pub mod srfca_shakespeare;
 
 use std::path::PathBuf;
 
-use crate::config::data_dir_override;
+use fedcluster_run::config::data_dir_override;
 
 /// What every grid experiment takes from the command line.
 #[derive(Debug, Clone, Default)]

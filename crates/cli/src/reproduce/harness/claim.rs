@@ -1,26 +1,14 @@
 //! A figure's claim checked on our numbers. Papers that report an experiment
 //! as curves make claims such as "ours is comparable to the oracle and better
-//! than the baselines"; [`Claim`] states one so that the report's verdict is
-//! computed from the finished runs, per setting, instead of written by hand.
+//! than the baselines"; a [`Claim`] (declared with the report's tables, in
+//! [`super::spec`]) states one, and [`Claim::verdict`] computes the report's
+//! verdict from the finished runs, per setting, instead of it being written
+//! by hand.
 
 use std::fmt::Write as _;
 
-use super::report::{digits, mean_std};
-use super::spec::{Column, Experiment};
-
-/// "`method` matches `like` and beats each of `beats`", on a table's first
-/// column: matching is the column's tolerance between the two means over
-/// seeds, beating is a better mean (by the metric's direction). Without
-/// `like` the claim is only "beats each of `beats`".
-#[derive(Debug, Clone, Copy)]
-pub struct Claim {
-    /// The method the paper proposes (a method key).
-    pub method: &'static str,
-    /// The reference it should match (a method key), e.g. the oracle, if any.
-    pub like: Option<&'static str>,
-    /// The baselines it should beat (method keys).
-    pub beats: &'static [&'static str],
-}
+use super::numbers::{digits, mean_std};
+use super::spec::{Claim, Column, Experiment};
 
 impl Claim {
     /// The verdict over every setting with runs of `method` and `like`:

@@ -5,6 +5,7 @@
 //! from every finished run found in the output directory.
 
 mod claim;
+mod numbers;
 mod report;
 mod spec;
 mod stored;
@@ -17,15 +18,14 @@ use indicatif::{ProgressBar, ProgressStyle};
 use fedcluster_data::DataSet;
 use fedcluster_sim::EngineError;
 
-use crate::config::RunConfig;
-use crate::experiment::{build_data_set, build_model, execute_with};
 use crate::progress::LineLog;
+use fedcluster_run::config::RunConfig;
+use fedcluster_run::experiment::{build_data_set, build_model, execute_with};
 
-pub use claim::Claim;
 pub(crate) use spec::config_file;
 pub use spec::{
-    Column, ConfigFile, Experiment, FIGURES_ONLY, Field, Gap, Layout, Method, Metric, POINTS,
-    Paper, Plot, Setting, TEN_PERCENT, Table, Tolerance, Tuned,
+    Claim, Column, ConfigFile, Experiment, FIGURES_ONLY, Field, Gap, Layout, Method, Metric,
+    POINTS, Paper, Plot, Setting, TEN_PERCENT, Table, Tolerance, Tuned,
 };
 pub use stored::Finished;
 

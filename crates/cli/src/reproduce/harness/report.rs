@@ -8,11 +8,12 @@ use std::path::Path;
 use anyhow::{Context, Result};
 
 use super::Cell;
+use super::numbers::{digits, mean_std};
 use super::spec::{Experiment, Layout, Metric, Plot, Table};
 use super::stored::{Finished, RunKey, write_csv};
 use crate::plot::{Series, line_chart};
 use crate::table::render;
-use crate::whole_file::write_whole;
+use fedcluster_run::whole_file::write_whole;
 
 /// Writes every output file into `out`; returns the tables as printed.
 pub fn write(exp: &Experiment, out: &Path, runs: &[(Cell, Finished)]) -> Result<String> {
@@ -474,31 +475,4 @@ fn file_stem(name: &str) -> String {
         .filter(|w| !w.is_empty())
         .collect::<Vec<_>>()
         .join("_")
-}
-
-/// Decimals to show for `metric`.
-pub(crate) fn digits(metric: Metric) -> usize {
-    use super::spec::Field;
-    match metric {
-        Metric::Final(f)
-        | Metric::AtEval(f, _)
-        | Metric::AtRound(f, _)
-        | Metric::BestReplica(f)
-        | Metric::MeanOverLast(f, _) => match f {
-            Field::ParamError | Field::TestLoss | Field::TrainLoss => 4,
-            Field::ClustersFound => 1,
-            _ => 2,
-        },
-        Metric::IfcaSuccess { .. } | Metric::MsPerRound { .. } => 2,
-        Metric::Seconds => 1,
-    }
-}
-
-/// Mean and sample standard deviation (0 for fewer than two values).
-pub(crate) fn mean_std(v: &[f64]) -> (f64, f64) {
-    let n = v.len().max(1) as f64;
-    let mean = v.iter().sum::<f64>() / n;
-    let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>()
-        / (v.len().saturating_sub(1).max(1)) as f64;
-    (mean, var.sqrt())
 }

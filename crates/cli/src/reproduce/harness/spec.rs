@@ -1,10 +1,9 @@
 //! What an experiment declares: its settings, its methods (each a label, the
 //! paper's numbers and a config file with overrides), its seeds, the tables
-//! and plots of its report. Data only; [`super::run`] does the rest.
+//! (with the paper's [`Claim`]s) and plots of its report. Data only;
+//! [`super::run`] does the rest.
 
 use fedcluster_data::DataView;
-
-use super::claim::Claim;
 use fedcluster_sim::record::RoundRecord;
 
 /// A paper experiment as data.
@@ -206,6 +205,20 @@ pub struct Table {
     /// The paper's claim about a figure, checked on the first column: the
     /// table's verdict where the paper gives no numbers.
     pub claim: Option<Claim>,
+}
+
+/// "`method` matches `like` and beats each of `beats`", on a table's first
+/// column: matching is the column's tolerance between the two means over
+/// seeds, beating is a better mean (by the metric's direction). Without
+/// `like` the claim is only "beats each of `beats`".
+#[derive(Debug, Clone, Copy)]
+pub struct Claim {
+    /// The method the paper proposes (a method key).
+    pub method: &'static str,
+    /// The reference it should match (a method key), e.g. the oracle, if any.
+    pub like: Option<&'static str>,
+    /// The baselines it should beat (method keys).
+    pub beats: &'static [&'static str],
 }
 
 /// How a table lays out its cells.

@@ -13,10 +13,10 @@ use serde::{Deserialize, Serialize};
 use fedcluster_sim::record::RoundRecord;
 
 use super::spec::{Field, Metric};
-use crate::config::{DataConfig, RunConfig};
-use crate::experiment::Outcome;
-use crate::rundir::{Extras, Final, RunDir, Summary, write_run};
-use crate::whole_file::write_whole;
+use fedcluster_run::config::{DataConfig, RunConfig};
+use fedcluster_run::outcome::Outcome;
+use fedcluster_run::rundir::{Extras, Final, RunDir, Summary, write_run};
+use fedcluster_run::whole_file::write_whole;
 
 /// The file marking a run whose training diverged.
 const DIVERGED: &str = "diverged.txt";

@@ -15,16 +15,20 @@ const ROTATIONS: [Transform; 4] = [
 ];
 
 /// `count` 4x4 images whose pixels all differ, labels `i % 10`.
-fn tiny(train: usize, test: usize) -> Mnist {
+fn tiny(train: usize, test: usize) -> ImageSet {
     let images = |count: usize, base: usize| -> Vec<f32> {
         (0..count * 16)
             .map(|p| (base + p) as f32 / 1000.0)
             .collect()
     };
     let labels = |count: usize| (0..count).map(|i| (i % 10) as u32).collect();
-    Mnist {
-        rows: 4,
-        cols: 4,
+    ImageSet {
+        shape: ImageShape {
+            height: 4,
+            width: 4,
+            channels: 1,
+        },
+        classes: 10,
         train_images: images(train, 0),
         train_labels: labels(train),
         test_images: images(test, 500),
@@ -57,23 +61,23 @@ fn order(train: usize, seed: u64, j: usize) -> Vec<usize> {
 }
 
 /// Image `i` of `images`, downsampled if asked, then transformed.
-fn expected(m: &Mnist, images: &[f32], i: usize, t: Transform, down: bool) -> Vec<f32> {
+fn expected(m: &ImageSet, images: &[f32], i: usize, t: Transform, down: bool) -> Vec<f32> {
     let len = m.image_len();
     let mut src = images[i * len..(i + 1) * len].to_vec();
-    let (mut rows, mut cols) = (m.rows, m.cols);
+    let mut shape = m.shape;
     if down {
-        (rows, cols) = (rows / 2, cols / 2);
-        let mut small = vec![0.0; rows * cols];
-        downsample2x2(m.rows, m.cols, &src, &mut small).unwrap();
+        shape = downsampled(m.shape);
+        let mut small = vec![0.0; shape.height * shape.width];
+        downsample2x2(m.shape, &src, &mut small).unwrap();
         src = small;
     }
     let mut out = vec![0.0; src.len()];
-    t.apply(rows, cols, &src, &mut out).unwrap();
+    t.apply(shape, &src, &mut out).unwrap();
     out
 }
 
 /// Checks every sample of `data` against the definition of the partition.
-fn check_contents(m: &Mnist, s: &MnistClustersSpec, seed: u64, data: &FederatedData) {
+fn check_contents(m: &ImageSet, s: &MnistClustersSpec, seed: u64, data: &FederatedData) {
     let k = s.transforms.len();
     let n = s.points_per_client;
     let (per, test_per) = (s.clients / k, s.test_clients / k);
@@ -114,7 +118,7 @@ fn check_contents(m: &Mnist, s: &MnistClustersSpec, seed: u64, data: &FederatedD
     }
 }
 
-fn client_labels(m: &Mnist, indices: &[usize]) -> Vec<u32> {
+fn client_labels(m: &ImageSet, indices: &[usize]) -> Vec<u32> {
     indices.iter().map(|i| m.train_labels[*i]).collect()
 }
 
@@ -164,7 +168,7 @@ fn some_clients_alone_are_the_partitions_clients() {
 
 /// The partition's training clients produced on demand are its stored
 /// clients, bit for bit, and so is the whole materialised data set.
-fn view_matches_stored(m: &Mnist, s: &MnistClustersSpec, seed: u64) {
+fn view_matches_stored(m: &ImageSet, s: &MnistClustersSpec, seed: u64) {
     use fedcluster_core::ShardBuf;
     let stored = mnist_clusters(m, s, seed).unwrap();
     let data = crate::mnist::MnistClustersData::new(m.clone(), s, seed).unwrap();
@@ -270,7 +274,7 @@ fn bad_specs_name_the_field() {
 fn bad_images_are_reported() {
     let rot = spec(&[Transform::Identity, Transform::Rotate90], 2, 2, 0);
     let mut m = tiny(4, 2);
-    (m.rows, m.cols) = (2, 8);
+    (m.shape.height, m.shape.width) = (2, 8);
     let err = mnist_clusters(&m, &rot, 0).unwrap_err();
     assert_eq!(err.field(), "transforms[1]");
     let inv = spec(&[Transform::Invert], 1, 2, 0);
@@ -289,7 +293,7 @@ fn bad_images_are_reported() {
         "mnist.test_labels[1]"
     );
     let mut m = tiny(4, 2);
-    (m.rows, m.cols) = (1, 16);
+    (m.shape.height, m.shape.width) = (1, 16);
     let down = MnistClustersSpec {
         downsample: true,
         ..inv

@@ -11,6 +11,8 @@ pub use fedcluster_algorithms::AlgorithmConfig;
 use fedcluster_algorithms::common::checked::at_most;
 use fedcluster_algorithms::{Algorithm, FieldError, VisitType};
 use fedcluster_core::limits;
+pub use fedcluster_data::DataConfig;
+use fedcluster_data::table::{DataKind, VisitKind};
 
 /// A whole experiment.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -54,30 +56,6 @@ pub struct RunConfig {
     pub model: ModelConfig,
     /// The algorithm and its parameters.
     pub algorithm: AlgorithmConfig,
-}
-
-/// Data sets.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
-pub enum DataConfig {
-    /// IFCA paper, Section VI-A: Bernoulli cluster parameters of norm `separation`.
-    IfcaSynthetic(fedcluster_data::synthetic::IfcaSyntheticSpec),
-    /// Su, Xu, Yang 2024, Section V: mixed linear regression with unequal clients.
-    MixedRegression(fedcluster_data::synthetic::MixedRegressionSpec),
-    /// MNIST with one cluster per image transform (rotated, inverted, ...).
-    Mnist(fedcluster_data::MnistClustersSpec),
-    /// MNIST with one anchor client per cluster and many tiny clients (Su, Xu,
-    /// Yang 2024, Section V-D).
-    MnistAnchored(fedcluster_data::MnistAnchoredSpec),
-    /// Noisy class prototypes, relabelled per cluster: CIFAR-shaped images for
-    /// the image networks, generated from the seed.
-    SyntheticImages(fedcluster_data::SyntheticImagesSpec),
-    /// One Markov chain per cluster: symbol windows and their next symbol, for
-    /// the character LSTM, generated from the seed.
-    SyntheticText(fedcluster_data::SyntheticTextSpec),
-    /// LEAF Shakespeare (one client per speaking role, next-character
-    /// prediction) from the plays or a LEAF directory; clusters unknown.
-    Shakespeare(fedcluster_data::ShakespeareSpec),
 }
 
 /// The embedded default experiment: IFCA on the IFCA paper's synthetic mixture.
@@ -166,16 +144,7 @@ impl RunConfig {
                 format!("round {r} is not among the rounds 1..={}", self.rounds),
             ));
         }
-        match &self.data {
-            DataConfig::IfcaSynthetic(s) => s.validate(),
-            DataConfig::MixedRegression(s) => s.validate(),
-            DataConfig::Mnist(s) => s.validate(),
-            DataConfig::MnistAnchored(s) => s.validate(),
-            DataConfig::SyntheticImages(s) => s.validate(),
-            DataConfig::SyntheticText(s) => s.validate(),
-            DataConfig::Shakespeare(s) => s.validate(),
-        }
-        .map_err(|e| match e {
+        self.data.validate().map_err(|e| match e {
             fedcluster_data::DataError::Invalid { field, why } => {
                 FieldError::new(field, why).within("data")
             }
@@ -221,24 +190,23 @@ fn tagged_section_error(table: &toml::Table) -> Option<(String, String)> {
         Some((t, name))
     };
     if let Some((t, kind)) = body("data", "kind") {
-        let found = match kind.as_str() {
-            "ifca-synthetic" => probe::<fedcluster_data::synthetic::IfcaSyntheticSpec>("data", t),
-            "mixed-regression" => {
-                probe::<fedcluster_data::synthetic::MixedRegressionSpec>("data", t)
-            }
-            "mnist" => probe::<fedcluster_data::MnistClustersSpec>("data", t),
-            "mnist-anchored" => probe::<fedcluster_data::MnistAnchoredSpec>("data", t),
-            "synthetic-images" => probe::<fedcluster_data::SyntheticImagesSpec>("data", t),
-            "synthetic-text" => probe::<fedcluster_data::SyntheticTextSpec>("data", t),
-            "shakespeare" => probe::<fedcluster_data::ShakespeareSpec>("data", t),
-            _ => None,
-        };
+        let found = DataConfig::visit_named(&kind, ProbeData(t)).flatten();
         if found.is_some() {
             return found;
         }
     }
     let (t, name) = body("algorithm", "name")?;
     AlgorithmConfig::visit_named(&name, ProbeAlgorithm(t)).flatten()
+}
+
+/// Reads a `[data]` table as the named kind's spec type.
+struct ProbeData(toml::Table);
+
+impl VisitKind for ProbeData {
+    type Output = Option<(String, String)>;
+    fn visit<K: DataKind>(self) -> Self::Output {
+        probe::<K::Spec>("data", self.0)
+    }
 }
 
 /// Reads an `[algorithm]` table as the named algorithm's config type.

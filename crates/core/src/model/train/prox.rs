@@ -7,8 +7,8 @@
 //! is then the fixed-point iteration `θ <- θ₀ − η ∇L(θ)`, which contracts exactly
 //! when `η · L_max < 1` (their condition `γ < 1`).
 
-use fedcluster_core::params::{all_finite, axpy, norm};
-use fedcluster_core::{Batch, Model, Workspace};
+use crate::model::{Batch, Model, Workspace};
+use crate::params::{all_finite, axpy, norm};
 
 /// How the proximal problem is solved.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -37,7 +37,7 @@ pub struct ProxOutcome {
 /// Solves the proximal problem from `params = θ₀` in place, with `grad` and
 /// `origin` (a copy of `θ₀`) as scratch of `params.len()` values each.
 /// Non-finite values stop the loop with a non-finite `start_loss`, as
-/// [`fedcluster_core::model::gradient_descent`] does.
+/// [`super::full_batch::gradient_descent`] does.
 pub fn prox_descent(
     model: &dyn Model,
     params: &mut [f32],
@@ -80,72 +80,5 @@ pub fn prox_descent(
         }
         axpy(-solve.lr, grad, params);
         outcome.steps += 1;
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::LinearRegression;
-    use crate::testutil::{normal, rng};
-    use fedcluster_core::Targets;
-
-    #[test]
-    fn linear_prox_meets_its_stationarity_condition() {
-        let (n, d) = (10, 6);
-        let mut r = rng(5);
-        let x = normal(&mut r, n * d, 1.0);
-        let y = normal(&mut r, n, 1.0);
-        let start = normal(&mut r, d, 0.5);
-        let m = LinearRegression::new(d).unwrap();
-        let b = Batch::new(&x, Targets::Real(&y), d).unwrap();
-        let mut ws = Workspace::default();
-        let solve = ProxSolve {
-            lr: 0.02,
-            mu: 1.0 / 0.02,
-            tol: 1e-5,
-            max_steps: 500,
-        };
-        let mut theta = start.clone();
-        let (mut grad, mut origin) = (vec![0.0; d], vec![0.0; d]);
-        let out = prox_descent(&m, &mut theta, b, solve, &mut grad, &mut origin, &mut ws);
-        assert!(out.converged, "{out:?}");
-        assert_eq!(out.start_loss, m.loss(&start, b, &mut ws));
-        // ∇L(θ) + μ(θ − θ₀) = 0, checked independently of the solver's loop.
-        m.loss_grad(&theta, b, &mut grad, &mut ws);
-        let residual: f64 = grad
-            .iter()
-            .zip(theta.iter().zip(&start))
-            .map(|(g, (t, s))| f64::from(g + solve.mu * (t - s)).powi(2))
-            .sum::<f64>()
-            .sqrt();
-        m.loss_grad(&start, b, &mut grad, &mut ws);
-        assert!(residual < 1e-4 * norm(&grad), "residual {residual}");
-        // The proximal point lies between θ₀ and the one-step FedAvg point.
-        assert!(theta != start);
-    }
-
-    #[test]
-    fn a_diverging_solve_reports_a_non_finite_loss() {
-        let m = LinearRegression::new(2).unwrap();
-        let b = Batch::new(&[3.0, 4.0], Targets::Real(&[1.0]), 2).unwrap();
-        let solve = ProxSolve {
-            lr: 10.0,
-            mu: 0.0,
-            tol: 1e-9,
-            max_steps: 1000,
-        };
-        let mut theta = [0.0, 0.0];
-        let out = prox_descent(
-            &m,
-            &mut theta,
-            b,
-            solve,
-            &mut [0.0; 2],
-            &mut [0.0; 2],
-            &mut Workspace::default(),
-        );
-        assert!(!out.start_loss.is_finite());
-        assert!(!out.converged);
     }
 }

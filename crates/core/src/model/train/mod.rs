@@ -1,11 +1,40 @@
-//! What a client's minibatch local training is: the optimizer with its
-//! hyperparameters ([`MinibatchSpec`]), its state kept by the client between
-//! rounds ([`OptimizerState`]), and image augmentation ([`Augmentation`]).
+//! Local training: the loops that move a model's flat parameters on one
+//! client's data, and what they run with.
 //!
-//! The flat training loop that runs these through [`crate::Model::loss_grad`]
-//! is `fedcluster_models::minibatch`; a model whose parameters live on a device
-//! runs them itself ([`crate::Model::train_minibatch`]), loading parameters and
-//! state once per call.
+//! - [`full_batch`]: gradient descent, Polyak momentum, and gradient descent
+//!   with a proximal pull, each step over the whole batch (the plain loops
+//!   behind [`Model::train`] and [`Model::train_momentum`], which a model may
+//!   replace with an exact shortcut).
+//! - [`minibatch`]: SGD (momentum, weight decay) and Adam on shuffled
+//!   minibatches, with image augmentation: the flat loop over
+//!   [`Model::loss_grad`], or the model's own ([`Model::train_minibatch`]).
+//! - [`prox`]: the FedProx local problem, solved to a tolerance.
+//!
+//! This file holds what a minibatch training is: the optimizer with its
+//! hyperparameters ([`MinibatchSpec`]), its state kept by the client between
+//! rounds ([`OptimizerState`]), a proximal pull ([`Pull`]) and image
+//! augmentation ([`Augmentation`]). Configs name an optimizer in
+//! `fedcluster_algorithms::common::trainer`, which maps them onto this module.
+//!
+//! Divergence is the caller's to detect and handle: the loops never panic on
+//! non-finite numbers; they stop and report a non-finite loss, and a finite
+//! loss vouches for finite parameters.
+//!
+//! The module sits under [`crate::model`] (and is re-exported as
+//! `fedcluster_core::train`) because the two need each other: [`Model`]'s
+//! provided training methods run these loops, and the loops run on [`Model`].
+//!
+//! [`Model`]: crate::Model
+//! [`Model::train`]: crate::Model::train
+//! [`Model::train_momentum`]: crate::Model::train_momentum
+//! [`Model::loss_grad`]: crate::Model::loss_grad
+//! [`Model::train_minibatch`]: crate::Model::train_minibatch
+
+pub mod full_batch;
+pub mod minibatch;
+pub mod prox;
+
+use crate::input::ImageShape;
 
 /// A minibatch optimizer and its hyperparameters.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -88,17 +117,6 @@ impl OptimizerState {
             };
         }
     }
-}
-
-/// The shape of a model's input images, channels-last.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ImageShape {
-    /// Rows.
-    pub height: usize,
-    /// Columns.
-    pub width: usize,
-    /// Channels.
-    pub channels: usize,
 }
 
 /// Training-time augmentation of images (the CIFAR protocols' "standard data

@@ -3,52 +3,18 @@
 
 use std::time::Instant;
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, anyhow};
 
 use fedcluster_algorithms::{Algorithm, Checked, FieldError, Setup, TrueClusters, Visit};
-use fedcluster_core::{Model, ServerHalf, TensorSpec};
-use fedcluster_data::{DataSet, DataView, FederatedData};
-use fedcluster_sim::record::{RoundRecord, TestPick, TestSet, Truth, records};
+use fedcluster_core::{Model, ServerHalf};
+use fedcluster_data::{DataError, DataSet, DataView, FederatedData};
+use fedcluster_sim::record::{TestPick, TestSet, Truth, records};
 use fedcluster_sim::{InProcess, RoundEvent, Transport, run_from};
-use serde::{Deserialize, Serialize};
 
 use crate::checkpoint;
 
-use crate::config::{DataConfig, RunConfig};
-
-/// Everything a run produced.
-#[derive(Debug, Clone)]
-pub struct Outcome {
-    /// One record per replica per round, round-major.
-    pub records: Vec<RoundRecord>,
-    /// The replica the algorithm selected at the end.
-    pub selected: usize,
-    /// Number of replicas.
-    pub replicas: usize,
-    /// Wall-clock seconds of the federated rounds.
-    pub wall_seconds: f64,
-    /// The selected replica's models after the last round (one per cluster,
-    /// or per client for local training).
-    pub models: Vec<Vec<f32>>,
-    /// The model's name and tensors, to write `models` with.
-    pub model: (&'static str, Vec<TensorSpec>),
-}
-
-/// What the rounds run so far recorded: the part of an [`Outcome`] a
-/// checkpoint carries.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct SoFar {
-    /// One record per replica per round, round-major.
-    pub records: Vec<RoundRecord>,
-    /// The replica the algorithm selected after the last round run.
-    pub selected: usize,
-    /// Number of replicas.
-    pub replicas: usize,
-    /// Wall-clock seconds of the rounds run (every session of a resumed run).
-    pub wall_seconds: f64,
-    /// The selected replica's models, once the last round has run.
-    pub models: Vec<Vec<f32>>,
-}
+use crate::config::RunConfig;
+use crate::outcome::{Outcome, SoFar};
 
 /// How an in-process run is driven besides its config: `ready` is called
 /// once the halves and the transport are built, just before the first round
@@ -62,22 +28,6 @@ pub struct Control<'p> {
     pub progress: &'p mut dyn FnMut(Progress),
     /// Checkpointing (`fedcluster run`; `None`: never).
     pub checkpoint: Option<crate::checkpoint::Policy>,
-}
-
-impl Outcome {
-    /// The selected replica's record of the last round.
-    pub fn final_record(&self) -> Option<&RoundRecord> {
-        self.records
-            .iter()
-            .rev()
-            .find(|r| r.replica == self.selected)
-    }
-
-    /// Every replica's record of the last round.
-    pub fn final_records(&self) -> Vec<&RoundRecord> {
-        let last = self.records.last().map_or(0, |r| r.round);
-        self.records.iter().filter(|r| r.round == last).collect()
-    }
 }
 
 /// Synthetic data sets whose samples would take more than this many bytes
@@ -110,41 +60,19 @@ pub fn build_data(config: &RunConfig) -> Result<FederatedData> {
 
 /// The configured data set, its synthetic clients not generated yet.
 pub(crate) fn generate(config: &RunConfig) -> Result<DataSet> {
-    let stored = match &config.data {
-        DataConfig::IfcaSynthetic(spec) => {
-            return fedcluster_data::ifca_synthetic_on_demand(spec, config.seed)
-                .map(DataSet::Generated)
-                .context("cannot build the data set");
+    config.data.build(config.seed).map_err(data_error)
+}
+
+/// A data set's error as the user sees it: a missing directory or client
+/// names itself; anything else is an error building the data set.
+pub(crate) fn data_error(e: DataError) -> anyhow::Error {
+    match e {
+        DataError::Invalid { field, why } if field == "data_dir" => {
+            anyhow!("field `data.data_dir`: {why}")
         }
-        DataConfig::MixedRegression(spec) => {
-            return fedcluster_data::mixed_regression_on_demand(spec, config.seed)
-                .map(DataSet::Generated)
-                .context("cannot build the data set");
-        }
-        DataConfig::Mnist(spec) => {
-            let mnist = fedcluster_data::load_mnist(mnist_dir(&spec.data_dir)?)?;
-            return fedcluster_data::MnistClustersData::new(mnist, spec, config.seed)
-                .map(DataSet::Mnist)
-                .context("cannot build the data set");
-        }
-        DataConfig::SyntheticImages(spec) => fedcluster_data::synthetic_images(spec, config.seed),
-        DataConfig::SyntheticText(spec) => fedcluster_data::synthetic_text(spec, config.seed),
-        DataConfig::MnistAnchored(spec) => {
-            let mnist = fedcluster_data::load_mnist(mnist_dir(&spec.data_dir)?)?;
-            fedcluster_data::mnist_anchored(&mnist, spec, config.seed)
-        }
-        DataConfig::Shakespeare(spec) => {
-            if spec.data_dir.is_none() {
-                anyhow::bail!(
-                    "field `data.data_dir`: Shakespeare needs the directory of the plays or \
-                     of LEAF's train/ and test/ JSON files (set it or pass --data-dir DIR)"
-                );
-            }
-            fedcluster_data::shakespeare(spec, config.seed)
-        }
+        e @ DataError::NoSuchClient { .. } => anyhow::Error::new(e),
+        e => anyhow::Error::new(e).context("cannot build the data set"),
     }
-    .context("cannot build the data set")?;
-    Ok(DataSet::Stored(stored))
 }
 
 /// `data`, once it has passed [`FederatedData::validate`].
@@ -153,19 +81,9 @@ pub(crate) fn validated(data: FederatedData) -> Result<FederatedData> {
     Ok(data)
 }
 
-/// The MNIST directory a config names.
-pub(crate) fn mnist_dir(dir: &Option<std::path::PathBuf>) -> Result<&std::path::Path> {
-    dir.as_deref().ok_or_else(|| {
-        anyhow::anyhow!(
-            "field `data.data_dir`: MNIST needs the directory of its IDX files \
-             (set it or pass --data-dir DIR)"
-        )
-    })
-}
-
 /// Builds the configured model for `data` (see [`crate::model`]).
 pub fn build_model(config: &RunConfig, data: &DataView<'_>) -> Result<Box<dyn Model>> {
-    crate::model::build_model(config.model, data.dim, data.task)
+    config.model.build(&data.input())
 }
 
 /// What the caller sees after each round.
@@ -246,7 +164,7 @@ pub fn initial_models(config: &RunConfig, model: &dyn Model) -> Result<Option<Ve
     config
         .init_from
         .as_deref()
-        .map(|path| crate::rundir::models::load(path, model).context("field `init_from`"))
+        .map(|path| crate::model_file::load(path, model).context("field `init_from`"))
         .transpose()
 }
 

@@ -26,9 +26,10 @@ use fedcluster_sim::{EngineError, Transport, check_plan, refused_shape};
 
 use crate::config::RunConfig;
 use crate::experiment::{
-    Driver, Outcome, SoFar, algorithm_field, build_data_set, build_model, check_starts_from,
-    client_sizes, initial_models, setup,
+    Driver, algorithm_field, build_data_set, build_model, check_starts_from, client_sizes,
+    initial_models, setup,
 };
+use crate::outcome::{Outcome, SoFar};
 
 /// One round's messages, as the host carries them.
 #[derive(Debug, Clone)]

@@ -1,6 +1,12 @@
 //! The run directory: `config.toml` (resolved), `metrics.csv` (a row per round of
 //! the selected replica), `replicas.csv` (every replica, when there are several),
 //! `timing.csv` (seconds and bytes per round) and `summary.json`.
+//! [`RUN_FILES`] lists every file a run directory may hold, these and the
+//! ones other writers add: `models.safetensors` ([`crate::model_file`]),
+//! `replies.csv` (`fedcluster serve`), `diverged.txt` (the reproduction
+//! harness), `error.txt` ([`RunDir::fail`]) and `checkpoint.bin` with its
+//! temporary `checkpoint.bin.tmp` ([`crate::checkpoint`], removed by
+//! [`RunDir::finish`]).
 //!
 //! Files are written into `DIR.partial` and the directory is renamed to `DIR`
 //! only once everything is on disk, so a directory named `DIR` is always
@@ -16,16 +22,15 @@ use serde::{Deserialize, Serialize};
 
 use fedcluster_sim::record::RoundRecord;
 
-pub mod models;
 pub mod target;
-pub use models::MODELS_FILE;
 pub use target::{DirLock, RUN_FILES, check_target, normalise, sibling};
 
 use fedcluster_core::limits::MAX_MODEL_VALUES;
 
 use crate::checkpoint::{CHECKPOINT_FILE, CHECKPOINT_TMP};
 use crate::config::RunConfig;
-use crate::experiment::Outcome;
+use crate::model_file::{self, MODELS_FILE};
+use crate::outcome::Outcome;
 
 /// Final metrics of the selected replica.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -427,7 +432,7 @@ pub fn write_run(
         let (name, tensors) = &outcome.model;
         dir.write_bytes(
             MODELS_FILE,
-            &models::encode(name, tensors, &outcome.models)?,
+            &model_file::encode(name, tensors, &outcome.models)?,
         )?;
     }
     let summary = Summary::new(config, outcome);

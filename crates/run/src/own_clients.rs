@@ -1,13 +1,14 @@
 //! The data a joining process holds: the training data of its own clients and
 //! nothing else (no other client, no test client, no ground truth).
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
-use fedcluster_core::{Batch, ClientId, ShardBuf};
+use fedcluster_core::{Batch, ClientId, ImageShape, Input, ShardBuf};
+use fedcluster_data::table::check_client_ids;
 use fedcluster_data::{ClientData, DataSet, Task};
 
-use crate::config::{DataConfig, RunConfig};
-use crate::experiment::{generate, mnist_dir, validated};
+use crate::config::RunConfig;
+use crate::experiment::{data_error, generate, validated};
 
 /// The training data of some clients alone.
 pub struct OwnClients {
@@ -15,12 +16,23 @@ pub struct OwnClients {
     pub dim: usize,
     /// What the targets mean.
     pub task: Task,
+    /// The samples' image shape, when they are images.
+    pub image: Option<ImageShape>,
     /// The data set's training clients (all of them, not only these).
     pub num_clients: usize,
     clients: Vec<ClientData>,
 }
 
 impl OwnClients {
+    /// What a model sees of one sample.
+    pub fn input(&self) -> Input {
+        Input {
+            dim: self.dim,
+            image: self.image,
+            task: self.task,
+        }
+    }
+
     /// The `i`-th of the clients asked for.
     pub fn batch(&self, i: usize) -> Batch<'_> {
         self.clients[i].batch(self.dim)
@@ -44,27 +56,22 @@ impl OwnClients {
 /// everything else (the other clients, the test clients, the ground truth) is
 /// dropped before the rounds start.
 pub fn own_clients(config: &RunConfig, ids: &[ClientId]) -> Result<OwnClients> {
-    if let DataConfig::Mnist(spec) = &config.data {
-        // Not through `MnistClustersData`, which would build the test clients.
-        let mnist = fedcluster_data::load_mnist(mnist_dir(&spec.data_dir)?)?;
-        check_ids(ids, spec.clients)?;
-        let clients = fedcluster_data::mnist_cluster_clients(&mnist, spec, config.seed, ids)
-            .context("cannot build the data set")?;
+    if let Some(own) = config.data.own_clients(config.seed, ids) {
+        let own = own.map_err(data_error)?;
         return Ok(OwnClients {
-            dim: clients.first().map_or(0, |c| c.x.len() / c.len().max(1)),
-            task: Task::Classification {
-                classes: fedcluster_data::mnist::MNIST_CLASSES,
-            },
-            num_clients: spec.clients,
-            clients,
+            dim: own.dim,
+            task: own.task,
+            image: own.image,
+            num_clients: own.num_clients,
+            clients: own.clients,
         });
     }
     let data = generate(config)?;
-    let (dim, task, num_clients) = {
+    let (dim, task, image, num_clients) = {
         let view = data.view();
-        (view.dim, view.task, view.train.num_clients())
+        (view.dim, view.task, view.image, view.train.num_clients())
     };
-    check_ids(ids, num_clients)?;
+    check_client_ids(ids, num_clients).map_err(data_error)?;
     let clients = match data {
         DataSet::Stored(stored) => {
             let mut train: Vec<Option<ClientData>> =
@@ -88,15 +95,8 @@ pub fn own_clients(config: &RunConfig, ids: &[ClientId]) -> Result<OwnClients> {
     Ok(OwnClients {
         dim,
         task,
+        image,
         num_clients,
         clients,
     })
-}
-
-/// Fails on a client id the data set does not have.
-fn check_ids(ids: &[ClientId], num_clients: usize) -> Result<()> {
-    match ids.iter().find(|&&id| id >= num_clients) {
-        Some(id) => anyhow::bail!("client {id}: the run's data set has {num_clients} clients"),
-        None => Ok(()),
-    }
 }

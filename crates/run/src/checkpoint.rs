@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 use fedcluster_core::ClientId;
 
 use crate::config::RunConfig;
-use crate::experiment::SoFar;
+use crate::outcome::SoFar;
 
 /// The checkpoint's name in `DIR.partial`.
 pub const CHECKPOINT_FILE: &str = "checkpoint.bin";

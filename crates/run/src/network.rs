@@ -18,9 +18,10 @@ use fedcluster_net::{
 
 use crate::config::{RunConfig, data_dir_override};
 use crate::experiment::{
-    Driver, Outcome, Progress, algorithm_field, build_data_set, build_model, check_starts_from,
+    Driver, Progress, algorithm_field, build_data_set, build_model, check_starts_from,
     client_sizes, initial_models, setup,
 };
+use crate::outcome::Outcome;
 use crate::own_clients::own_clients;
 
 /// How the coordinator listens and whom it admits.
@@ -267,7 +268,7 @@ pub fn join(
     let config = RunConfig::parse(&first.config_toml, &overrides, "the coordinator's config")?;
     // Only this process's clients: never the others, the test set or the truth.
     let data = own_clients(&config, ids)?;
-    let model = crate::model::build_model(config.model, data.dim, data.task)?;
+    let model = config.model.build(&data.input())?;
     let (config, data, model) = (&config, &data, model.as_ref());
     let mut first = Some(first);
     std::thread::scope(|scope| {

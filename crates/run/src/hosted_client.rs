@@ -12,14 +12,13 @@ use anyhow::{Context, Result, anyhow, bail};
 
 use fedcluster_algorithms::{Algorithm, Checked, Visit};
 use fedcluster_core::{
-    ClientEnv, ClientHalf, ClientId, Model, Purpose, RoundCtx, Workspace, stream,
+    ClientEnv, ClientHalf, ClientId, Input, Model, Purpose, RoundCtx, Workspace, stream,
 };
 use fedcluster_data::{ClientData, Task};
 use fedcluster_net::codec;
 
 use crate::config::RunConfig;
 use crate::experiment::algorithm_field;
-use crate::model::build_model;
 use crate::own_clients::own_clients;
 
 /// A client half with its data and model.
@@ -46,7 +45,7 @@ impl HostedClient {
     /// Clients `ids` of the config's data set, the data set built once.
     pub fn from_config_many(config: &RunConfig, ids: &[ClientId]) -> Result<Vec<Self>> {
         let mut own = own_clients(config, ids)?;
-        let model: Arc<dyn Model> = build_model(config.model, own.dim, own.task)?.into();
+        let model: Arc<dyn Model> = config.model.build(&own.input())?.into();
         (ids.iter().enumerate())
             .map(|(i, &id)| Self::new(config, id, own.take(i), own.dim, Arc::clone(&model)))
             .collect()
@@ -74,7 +73,9 @@ impl HostedClient {
         {
             bail!("targets: class {bad} is not below the {classes} classes");
         }
-        let model = build_model(config.model, dim, task)?;
+        // A caller's own arrays declare no image shape: image models take
+        // square images of their configured channels.
+        let model = config.model.build(&Input::flat(dim, task))?;
         Self::new(config, id, data, dim, model.into())
     }
 

@@ -1,0 +1,217 @@
+//! The flat minibatch training loop: SGD (momentum, weight decay) and Adam
+//! (Kingma, Ba, ICLR 2015, Algorithm 1; the local trainer of the SR-FCA public
+//! code) over [`Model::loss_grad`], with optional image augmentation.
+//!
+//! Each epoch visits the client's points in an order drawn from the client's
+//! stream, in minibatches of `batch_size` (the last one may be smaller); the
+//! minibatch rows are gathered into scratch buffers so that the model sees an
+//! ordinary contiguous [`Batch`]. With an [`Augmentation`], each gathered image
+//! then gets a crop offset and a flip drawn from the same stream, in row order.
+//! A model that trains on its own device ([`Model::train_minibatch`]) follows
+//! the same order and draws.
+
+use rand::Rng as _;
+use rand::seq::SliceRandom;
+
+use super::{
+    ADAM_BETA1, ADAM_BETA2, ADAM_EPS, Augmentation, MinibatchOptimizer, MinibatchSpec,
+    OptimizerState, Pull,
+};
+use crate::model::{Batch, MinibatchScratch, Model, Targets, Workspace};
+use crate::params::all_finite;
+use crate::rng::Rng;
+
+/// `steps` minibatch steps of `spec` on `batch` from `params`, continuing
+/// `state`: the model's own ([`Model::train_minibatch`]) where it has one,
+/// else [`flat_steps`].
+#[allow(clippy::too_many_arguments)]
+pub fn steps(
+    model: &dyn Model,
+    params: &mut [f32],
+    batch: Batch<'_>,
+    spec: &MinibatchSpec<'_>,
+    steps: usize,
+    state: &mut OptimizerState,
+    rng: &mut Rng,
+    ws: &mut Workspace,
+) -> f64 {
+    match model.train_minibatch(params, batch, spec, steps, state, rng, ws) {
+        Some(loss) => loss,
+        None => flat_steps(model, params, batch, spec, steps, state, rng, ws),
+    }
+}
+
+/// The minibatch order of one epoch: `order` shuffled by `rng` (the loop
+/// reshuffles whenever an epoch ends).
+pub fn shuffle(order: &mut [usize], rng: &mut Rng) {
+    order.shuffle(rng);
+}
+
+/// The next minibatch's rows: the `size` rows of `order` after `cursor`, the
+/// order reshuffled by `rng` whenever an epoch ends (start with `cursor` at the
+/// end, so the first call shuffles).
+pub fn next_rows<'o>(
+    order: &'o mut [usize],
+    cursor: &mut usize,
+    size: usize,
+    rng: &mut Rng,
+) -> &'o [usize] {
+    let n = order.len();
+    if *cursor >= n {
+        shuffle(order, rng);
+        *cursor = 0;
+    }
+    let start = *cursor;
+    *cursor = (start + size).min(n);
+    &order[start..*cursor]
+}
+
+/// Appends the features of `rows` of `batch` to `x`, each image augmented with
+/// its own draw from `rng` (in row order) when there is an augmentation.
+pub fn gather_features(
+    batch: Batch<'_>,
+    rows: &[usize],
+    augmentation: Option<&Augmentation>,
+    rng: &mut Rng,
+    x: &mut Vec<f32>,
+) {
+    let d = batch.dim;
+    for &r in rows {
+        let src = &batch.x[r * d..(r + 1) * d];
+        match augmentation {
+            None => x.extend_from_slice(src),
+            Some(aug) => {
+                let (dy, dx, flip) = augmentation_draw(aug, rng);
+                let at = x.len();
+                x.resize(at + d, 0.0);
+                aug.apply(src, &mut x[at..], dy, dx, flip);
+            }
+        }
+    }
+}
+
+/// One augmentation draw for one image: the crop offset `(dy, dx)` and the flip.
+pub fn augmentation_draw(aug: &Augmentation, rng: &mut Rng) -> (isize, isize, bool) {
+    let p = aug.crop_padding as i64;
+    let (dy, dx) = if p > 0 {
+        (
+            rng.random_range(-p..=p) as isize,
+            rng.random_range(-p..=p) as isize,
+        )
+    } else {
+        (0, 0)
+    };
+    let flip = aug.flip && rng.random::<bool>();
+    (dy, dx, flip)
+}
+
+/// `steps` steps of `spec` through [`Model::loss_grad`] on gathered
+/// minibatches. Returns the mean loss (the model's alone) of the first
+/// minibatch, non-finite (and `params` left at the last finite iterate) if
+/// training diverged.
+#[allow(clippy::too_many_arguments)]
+pub fn flat_steps(
+    model: &dyn Model,
+    params: &mut [f32],
+    batch: Batch<'_>,
+    spec: &MinibatchSpec<'_>,
+    steps: usize,
+    state: &mut OptimizerState,
+    rng: &mut Rng,
+    ws: &mut Workspace,
+) -> f64 {
+    let (n, p, d) = (batch.len(), params.len(), batch.dim);
+    state.ready(spec.optimizer, p);
+    if n == 0 || steps == 0 {
+        return model.loss(params, batch, ws);
+    }
+    let augmentation = model.augmentation();
+    let size = spec.batch_size.clamp(1, n);
+    let mut scratch = std::mem::take(&mut ws.minibatch);
+    let MinibatchScratch {
+        order,
+        x,
+        y_real,
+        y_class,
+    } = &mut scratch;
+    order.clear();
+    order.extend(0..n);
+    let mut cursor = n; // start with a fresh shuffle
+    let mut grad = std::mem::take(&mut ws.grad);
+    grad.resize(p, 0.0);
+    let mut first = f64::NAN;
+    for step in 0..steps {
+        let rows = next_rows(order, &mut cursor, size, rng);
+        x.clear();
+        gather_features(batch, rows, augmentation.as_ref(), rng, x);
+        let targets = match batch.y {
+            Targets::Real(y) => {
+                y_real.clear();
+                y_real.extend(rows.iter().map(|&r| y[r]));
+                Targets::Real(y_real)
+            }
+            Targets::Class(y) => {
+                y_class.clear();
+                y_class.extend(rows.iter().map(|&r| y[r]));
+                Targets::Class(y_class)
+            }
+        };
+        let mini = Batch {
+            x,
+            y: targets,
+            dim: d,
+        };
+        let loss = model.loss_grad(params, mini, &mut grad, ws);
+        if step == 0 {
+            first = loss;
+        }
+        if !loss.is_finite() || !all_finite(&grad) {
+            first = f64::NAN;
+            break;
+        }
+        if let Some(Pull { mu, centre }) = spec.pull {
+            for ((g, w), c) in grad.iter_mut().zip(params.iter()).zip(centre) {
+                *g += mu * (w - c);
+            }
+        }
+        update(spec, params, &grad, state);
+    }
+    ws.grad = grad;
+    ws.minibatch = scratch;
+    if all_finite(params) { first } else { f64::NAN }
+}
+
+/// One optimizer step along `grad`.
+fn update(spec: &MinibatchSpec<'_>, params: &mut [f32], grad: &[f32], state: &mut OptimizerState) {
+    state.t += 1;
+    match spec.optimizer {
+        MinibatchOptimizer::Adam => {
+            let t = state.t as i32;
+            let (b1, b2) = (ADAM_BETA1, ADAM_BETA2);
+            let c1 = 1.0 - b1.powi(t);
+            let c2 = 1.0 - b2.powi(t);
+            for (((w, g), m), v) in params
+                .iter_mut()
+                .zip(grad)
+                .zip(&mut state.first)
+                .zip(&mut state.second)
+            {
+                *m = b1 * *m + (1.0 - b1) * g;
+                *v = b2 * *v + (1.0 - b2) * g * g;
+                let m_hat = *m / c1;
+                let v_hat = *v / c2;
+                *w -= spec.lr * m_hat / (v_hat.sqrt() + ADAM_EPS);
+            }
+        }
+        MinibatchOptimizer::Sgd {
+            momentum,
+            weight_decay,
+        } => {
+            for ((w, g), u) in params.iter_mut().zip(grad).zip(&mut state.first) {
+                let g = g + weight_decay * *w;
+                *u = momentum * *u + g;
+                *w -= spec.lr * *u;
+            }
+        }
+    }
+}

@@ -1,0 +1,202 @@
+//! The data-set table's vocabulary, as the algorithm table is for algorithms:
+//! what a kind of data set is ([`DataKind`]: its `[data]` table, its
+//! validation, the files it reads and how it is built), and how callers visit
+//! a kind by name ([`VisitKind`]). The table itself, the closed
+//! [`crate::DataConfig`] enum, is written once in `lib.rs` with
+//! [`data_table!`]: one line per kind.
+
+use std::fmt::Debug;
+use std::path::Path;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use fedcluster_core::{ClientId, ImageShape};
+
+use crate::data_set::DataSet;
+use crate::dataset::{ClientData, Task};
+use crate::error::{DataError, Result};
+
+/// What a kind reads from `data.data_dir` (a kind that reads nothing is
+/// generated from the seed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Files {
+    /// The data set's name in messages (`MNIST`).
+    pub title: &'static str,
+    /// What the directory must hold (`the directory of its IDX files`).
+    pub directory: &'static str,
+    /// The directory's conventional name under a data root (`mnist`).
+    pub dir_name: &'static str,
+}
+
+/// One kind of data set: its config and how its data set is built. Each
+/// kind's module implements it on a unit type (`mnist::MnistClusters`, ...).
+pub trait DataKind: 'static {
+    /// The `[data]` table (without `kind`).
+    type Spec: Clone + Debug + PartialEq + Serialize + DeserializeOwned;
+
+    /// The files it reads (`None`: generated from the seed alone).
+    const FILES: Option<Files> = None;
+
+    /// Checks every field; the error names the first bad one.
+    fn validate(spec: &Self::Spec) -> Result<()>;
+
+    /// The directory [`Self::FILES`] are read from, as configured.
+    fn data_dir(_spec: &Self::Spec) -> Option<&Path> {
+        None
+    }
+
+    /// The data set of `spec` for the run's `seed`.
+    fn build(spec: &Self::Spec, seed: u64) -> Result<DataSet>;
+
+    /// The training data of clients `ids` alone, for a joining process, when
+    /// the kind can build them without building the rest (`None`: build the
+    /// whole set and keep them).
+    fn own_clients(_spec: &Self::Spec, _seed: u64, _ids: &[ClientId]) -> Option<Result<Own>> {
+        None
+    }
+}
+
+/// Some clients' training data, built without the rest of their data set.
+pub struct Own {
+    /// Features per sample.
+    pub dim: usize,
+    /// What the targets mean.
+    pub task: Task,
+    /// The samples' image shape, when they are images.
+    pub image: Option<ImageShape>,
+    /// The data set's training clients (all of them, not only these).
+    pub num_clients: usize,
+    /// The clients asked for, in the order asked.
+    pub clients: Vec<ClientData>,
+}
+
+/// Receives a kind of data set by name, before its table is parsed (to read
+/// a `[data]` table as that kind's spec).
+pub trait VisitKind {
+    /// What visiting gives.
+    type Output;
+    /// Called with the kind `K`.
+    fn visit<K: DataKind>(self) -> Self::Output;
+}
+
+/// Fails on a client id the data set does not have.
+pub fn check_client_ids(ids: &[ClientId], num_clients: usize) -> Result<()> {
+    match ids.iter().find(|&&id| id >= num_clients) {
+        Some(&id) => Err(DataError::NoSuchClient {
+            id,
+            clients: num_clients,
+        }),
+        None => Ok(()),
+    }
+}
+
+/// `kind`'s configured directory, or the error saying which directory it needs.
+pub(crate) fn required_dir<K: DataKind>(spec: &K::Spec) -> Result<&Path> {
+    match (K::FILES, K::data_dir(spec)) {
+        (_, Some(dir)) => Ok(dir),
+        (Some(files), None) => Err(DataError::invalid(
+            "data_dir",
+            format!(
+                "{} needs {} (set it or pass --data-dir DIR)",
+                files.title, files.directory
+            ),
+        )),
+        (None, None) => Err(DataError::invalid("data_dir", "this kind reads no files")),
+    }
+}
+
+/// Declares the data-kind modules' table and the closed
+/// [`crate::DataConfig`] enum, one line per kind: `Variant = "name" in
+/// module::Kind,`. Names, validation, building, a joining process's own
+/// clients, the files each kind reads and the unknown-kind error all derive
+/// from these lines.
+macro_rules! data_table {
+    ($($variant:ident = $name:literal in $module:ident :: $kind:ident,)*) => {
+        /// The data sets, chosen by `kind` in the `[data]` table.
+        #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+        #[serde(tag = "kind", deny_unknown_fields)]
+        pub enum DataConfig {
+            $(
+                #[doc = concat!("`kind = \"", $name, "\"`: see [`", stringify!($module), "::", stringify!($kind), "`].")]
+                #[serde(rename = $name)]
+                $variant(<$module::$kind as $crate::table::DataKind>::Spec),
+            )*
+        }
+
+        impl DataConfig {
+            /// Every kind's name, in table order.
+            pub const NAMES: &[&str] = &[$($name),*];
+
+            /// The `kind` as written in configs.
+            pub fn name(&self) -> &'static str {
+                match self {
+                    $(DataConfig::$variant(_) => $name,)*
+                }
+            }
+
+            /// The files the kind reads (`None`: generated from the seed).
+            pub fn files(&self) -> Option<$crate::table::Files> {
+                match self {
+                    $(DataConfig::$variant(_) =>
+                        <$module::$kind as $crate::table::DataKind>::FILES,)*
+                }
+            }
+
+            /// Checks every field; the error names the first bad one.
+            pub fn validate(&self) -> $crate::Result<()> {
+                match self {
+                    $(DataConfig::$variant(s) =>
+                        <$module::$kind as $crate::table::DataKind>::validate(s),)*
+                }
+            }
+
+            /// The data set for the run's `seed`; a kind that reads files
+            /// first checks that its directory is configured.
+            pub fn build(&self, seed: u64) -> $crate::Result<$crate::DataSet> {
+                match self {
+                    $(DataConfig::$variant(s) => {
+                        type K = $module::$kind;
+                        if <K as $crate::table::DataKind>::FILES.is_some() {
+                            $crate::table::required_dir::<K>(s)?;
+                        }
+                        <K as $crate::table::DataKind>::build(s, seed)
+                    })*
+                }
+            }
+
+            /// Clients `ids`' training data alone, where the kind builds them
+            /// without the rest (`None`: build the whole set).
+            pub fn own_clients(
+                &self,
+                seed: u64,
+                ids: &[fedcluster_core::ClientId],
+            ) -> Option<$crate::Result<$crate::table::Own>> {
+                match self {
+                    $(DataConfig::$variant(s) => {
+                        type K = $module::$kind;
+                        if <K as $crate::table::DataKind>::FILES.is_some()
+                            && let Err(e) = $crate::table::required_dir::<K>(s)
+                        {
+                            return Some(Err(e));
+                        }
+                        <K as $crate::table::DataKind>::own_clients(s, seed, ids)
+                    })*
+                }
+            }
+
+            /// Hands the kind called `name` to `visitor` (`None` for an
+            /// unknown name).
+            pub fn visit_named<V: $crate::table::VisitKind>(
+                name: &str,
+                visitor: V,
+            ) -> Option<V::Output> {
+                match name {
+                    $($name => Some(visitor.visit::<$module::$kind>()),)*
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+pub(crate) use data_table;

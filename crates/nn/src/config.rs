@@ -1,0 +1,201 @@
+//! What the `[model]` configs of the networks share: where a network runs
+//! ([`ModelBackend`]), training-time augmentation ([`AugmentConfig`]), and the
+//! steps of a build from the data's [`Input`]: its classes, its image shape,
+//! and the network on burn. Each network's config and its `build` live beside
+//! the network in [`crate::nets`].
+
+use serde::{Deserialize, Serialize};
+
+use fedcluster_core::ImageShape;
+use fedcluster_core::train::Augmentation;
+use fedcluster_core::{Input, Model, Task};
+
+use crate::{Backend, Net, NnError};
+
+/// Where a model runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ModelBackend {
+    /// The hand-written models (linear, logistic, MLP, CNN).
+    Native,
+    /// burn's CPU backend.
+    Ndarray,
+    /// burn's CUDA backend (a build with `--features cuda` and a GPU).
+    Cuda,
+}
+
+/// Training-time image augmentation: a random crop of the zero-padded image and
+/// a random horizontal flip, drawn from the client's stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AugmentConfig {
+    /// Padding of the random crop (0: no crop).
+    #[serde(default)]
+    pub crop_padding: usize,
+    /// Random left-right flips.
+    #[serde(default)]
+    pub flip: bool,
+}
+
+impl AugmentConfig {
+    /// The augmentation of `shape`d images, when configured.
+    pub(crate) fn of(config: Option<AugmentConfig>, shape: ImageShape) -> Option<Augmentation> {
+        config.map(|a| Augmentation {
+            shape,
+            crop_padding: a.crop_padding,
+            flip: a.flip,
+        })
+    }
+}
+
+/// An error on the `[model]` key `field`.
+pub(crate) fn invalid(field: &'static str, why: impl Into<String>) -> NnError {
+    NnError::Invalid {
+        field,
+        why: why.into(),
+    }
+}
+
+/// Whether a network that has a hand-written implementation runs it (the
+/// default).
+pub(crate) fn native(backend: Option<ModelBackend>) -> bool {
+    backend.is_none_or(|b| b == ModelBackend::Native)
+}
+
+/// The classes of a classification data set, for the model `kind`.
+pub(crate) fn classes(task: Task, kind: &str) -> Result<usize, NnError> {
+    match task {
+        Task::Classification { classes } => Ok(classes),
+        Task::Regression => Err(invalid(
+            "kind",
+            format!("`{kind}` needs a classification data set"),
+        )),
+    }
+}
+
+/// The images of `input` for a network configured with `channels`: the
+/// declared shape, or else square channels-last images making up its
+/// features.
+pub(crate) fn image(input: &Input, channels: usize) -> Result<ImageShape, NnError> {
+    match input.image {
+        Some(shape) if shape.channels != channels => Err(invalid(
+            "channels",
+            format!(
+                "the data's images have {} channel(s), the config says {channels}",
+                shape.channels
+            ),
+        )),
+        Some(shape) => Ok(shape),
+        None => square(input.dim, channels),
+    }
+}
+
+/// Square channels-last images of `channels` channels making up `dim` features.
+fn square(dim: usize, channels: usize) -> Result<ImageShape, NnError> {
+    let pixels = dim / channels.max(1);
+    let side = (pixels as f64).sqrt().round() as usize;
+    if channels == 0 || side * side * channels != dim {
+        return Err(invalid(
+            "channels",
+            format!("{dim} features are not square images of {channels} channel(s)"),
+        ));
+    }
+    Ok(ImageShape {
+        height: side,
+        width: side,
+        channels,
+    })
+}
+
+/// `net` on burn's backend `backend` (default: ndarray); errors name
+/// `model.backend` when it cannot run there.
+pub(crate) fn on_burn(
+    net: Net,
+    backend: Option<ModelBackend>,
+    augmentation: Option<Augmentation>,
+) -> Result<Box<dyn Model>, NnError> {
+    let backend = match backend.unwrap_or(ModelBackend::Ndarray) {
+        ModelBackend::Native => {
+            return Err(invalid(
+                "backend",
+                "this network has no native implementation; use \"ndarray\" or \"cuda\"",
+            ));
+        }
+        ModelBackend::Ndarray => Backend::Cpu,
+        ModelBackend::Cuda => Backend::Cuda,
+    };
+    crate::build(net, backend, augmentation).map_err(|e| match e {
+        NnError::Backend(why) => invalid("backend", why),
+        other => other,
+    })
+}
+
+// Defaults of the configs' keys (serde takes a function's path).
+pub(crate) fn one() -> usize {
+    1
+}
+pub(crate) fn two() -> usize {
+    2
+}
+pub(crate) fn three() -> usize {
+    3
+}
+pub(crate) fn five() -> usize {
+    5
+}
+pub(crate) fn eight() -> usize {
+    8
+}
+pub(crate) fn c32() -> usize {
+    32
+}
+pub(crate) fn c64() -> usize {
+    64
+}
+pub(crate) fn c200() -> usize {
+    200
+}
+pub(crate) fn c256() -> usize {
+    256
+}
+pub(crate) fn c512() -> usize {
+    512
+}
+pub(crate) fn c2048() -> usize {
+    2048
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn images_come_from_the_input_or_are_square() {
+        let task = Task::Classification { classes: 10 };
+        let shape = ImageShape {
+            height: 4,
+            width: 6,
+            channels: 3,
+        };
+        assert_eq!(image(&Input::images(shape, task), 3), Ok(shape));
+        assert_eq!(
+            image(&Input::images(shape, task), 1)
+                .unwrap_err()
+                .to_string(),
+            "field `model.channels`: the data's images have 3 channel(s), the config says 1"
+        );
+        assert_eq!(
+            image(&Input::flat(48, task), 3),
+            Ok(ImageShape {
+                height: 4,
+                width: 4,
+                channels: 3
+            })
+        );
+        assert_eq!(
+            image(&Input::flat(50, task), 1).unwrap_err().to_string(),
+            "field `model.channels`: 50 features are not square images of 1 channel(s)"
+        );
+        assert!(image(&Input::flat(48, task), 0).is_err());
+    }
+}

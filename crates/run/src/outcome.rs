@@ -1,0 +1,56 @@
+//! What a run produced: the whole [`Outcome`] of a finished run, and the
+//! [`SoFar`] part of it a checkpoint carries between sessions.
+
+use fedcluster_core::TensorSpec;
+use fedcluster_sim::record::RoundRecord;
+use serde::{Deserialize, Serialize};
+
+/// Everything a run produced.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// One record per replica per round, round-major.
+    pub records: Vec<RoundRecord>,
+    /// The replica the algorithm selected at the end.
+    pub selected: usize,
+    /// Number of replicas.
+    pub replicas: usize,
+    /// Wall-clock seconds of the federated rounds.
+    pub wall_seconds: f64,
+    /// The selected replica's models after the last round (one per cluster,
+    /// or per client for local training).
+    pub models: Vec<Vec<f32>>,
+    /// The model's name and tensors, to write `models` with.
+    pub model: (&'static str, Vec<TensorSpec>),
+}
+
+/// What the rounds run so far recorded: the part of an [`Outcome`] a
+/// checkpoint carries.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct SoFar {
+    /// One record per replica per round, round-major.
+    pub records: Vec<RoundRecord>,
+    /// The replica the algorithm selected after the last round run.
+    pub selected: usize,
+    /// Number of replicas.
+    pub replicas: usize,
+    /// Wall-clock seconds of the rounds run (every session of a resumed run).
+    pub wall_seconds: f64,
+    /// The selected replica's models, once the last round has run.
+    pub models: Vec<Vec<f32>>,
+}
+
+impl Outcome {
+    /// The selected replica's record of the last round.
+    pub fn final_record(&self) -> Option<&RoundRecord> {
+        self.records
+            .iter()
+            .rev()
+            .find(|r| r.replica == self.selected)
+    }
+
+    /// Every replica's record of the last round.
+    pub fn final_records(&self) -> Vec<&RoundRecord> {
+        let last = self.records.last().map_or(0, |r| r.round);
+        self.records.iter().filter(|r| r.round == last).collect()
+    }
+}
