@@ -46,6 +46,29 @@ fn kill_after(dir: &Path, args: &[&str], delay: Duration) {
     let _ = child.wait();
 }
 
+/// Runs `args` (writing `out`) and kills it with SIGKILL `delay` after its
+/// first checkpoint is on disk (if still running): the kill lands mid-run
+/// however fast or slow the run is beside the tests running in parallel.
+fn kill_after_checkpoint(dir: &Path, args: &[&str], out: &str, delay: Duration) {
+    let mut child = spawn(dir, args);
+    let checkpoint = dir.join(format!("{out}.partial")).join("checkpoint.bin");
+    while !checkpoint.exists() {
+        if child.try_wait().unwrap().is_some() {
+            return;
+        }
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    let deadline = Instant::now() + delay;
+    while Instant::now() < deadline {
+        if child.try_wait().unwrap().is_some() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
 /// A pseudo-random fraction in [0, 1) from `state` (a 64-bit LCG).
 fn fraction(state: &mut u64) -> f64 {
     *state = state
@@ -79,7 +102,14 @@ fn trials(name: &str, algorithm: &str, rounds: usize, count: usize, seed: u64) {
             "--checkpoint-every",
             "1",
         ];
-        kill_after(&dir, &args, span.mul_f64(fraction(&mut state)));
+        // Half the trials are killed anywhere (before the first checkpoint
+        // too), half somewhere after it.
+        let delay = span.mul_f64(fraction(&mut state));
+        if trial % 2 == 0 {
+            kill_after(&dir, &args, delay);
+        } else {
+            kill_after_checkpoint(&dir, &args, &out, delay / 2);
+        }
         // Every other trial is killed again while resuming.
         let resume: Vec<&str> = args.iter().copied().chain(["--resume"]).collect();
         if trial % 2 == 1 && !dir.join(&out).exists() {
