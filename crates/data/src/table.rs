@@ -11,10 +11,10 @@ use std::path::Path;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use fedcluster_core::{ClientId, ImageShape};
+use fedcluster_core::{Batch, ClientId, Input};
 
 use crate::data_set::DataSet;
-use crate::dataset::{ClientData, Task};
+use crate::dataset::{ClientData, TargetsOwned};
 use crate::error::{DataError, Result};
 
 /// What a kind reads from `data.data_dir` (a kind that reads nothing is
@@ -46,7 +46,8 @@ pub trait DataKind: 'static {
         None
     }
 
-    /// The data set of `spec` for the run's `seed`.
+    /// The data set of `spec` for the run's `seed`; a kind that reads files
+    /// takes their directory from [`required_dir`], whose error names it.
     fn build(spec: &Self::Spec, seed: u64) -> Result<DataSet>;
 
     /// The training data of clients `ids` alone, for a joining process, when
@@ -57,18 +58,33 @@ pub trait DataKind: 'static {
     }
 }
 
-/// Some clients' training data, built without the rest of their data set.
+/// Some clients' training data alone: what a joining process holds (no other
+/// client, no test client, no ground truth).
 pub struct Own {
-    /// Features per sample.
-    pub dim: usize,
-    /// What the targets mean.
-    pub task: Task,
-    /// The samples' image shape, when they are images.
-    pub image: Option<ImageShape>,
+    /// What a model sees of one sample.
+    pub input: Input,
     /// The data set's training clients (all of them, not only these).
     pub num_clients: usize,
     /// The clients asked for, in the order asked.
     pub clients: Vec<ClientData>,
+}
+
+impl Own {
+    /// The `i`-th of the clients asked for.
+    pub fn batch(&self, i: usize) -> Batch<'_> {
+        self.clients[i].batch(self.input.dim)
+    }
+
+    /// The `i`-th of the clients asked for, taken out (empty after).
+    pub fn take(&mut self, i: usize) -> ClientData {
+        std::mem::replace(
+            &mut self.clients[i],
+            ClientData {
+                x: Vec::new(),
+                y: TargetsOwned::Real(Vec::new()),
+            },
+        )
+    }
 }
 
 /// Receives a kind of data set by name, before its table is parsed (to read
@@ -91,7 +107,8 @@ pub fn check_client_ids(ids: &[ClientId], num_clients: usize) -> Result<()> {
     }
 }
 
-/// `kind`'s configured directory, or the error saying which directory it needs.
+/// `K`'s configured directory, or the error naming the data set, what the
+/// directory must hold and the flag that gives it.
 pub(crate) fn required_dir<K: DataKind>(spec: &K::Spec) -> Result<&Path> {
     match (K::FILES, K::data_dir(spec)) {
         (_, Some(dir)) => Ok(dir),
@@ -151,17 +168,11 @@ macro_rules! data_table {
                 }
             }
 
-            /// The data set for the run's `seed`; a kind that reads files
-            /// first checks that its directory is configured.
+            /// The data set for the run's `seed`.
             pub fn build(&self, seed: u64) -> $crate::Result<$crate::DataSet> {
                 match self {
-                    $(DataConfig::$variant(s) => {
-                        type K = $module::$kind;
-                        if <K as $crate::table::DataKind>::FILES.is_some() {
-                            $crate::table::required_dir::<K>(s)?;
-                        }
-                        <K as $crate::table::DataKind>::build(s, seed)
-                    })*
+                    $(DataConfig::$variant(s) =>
+                        <$module::$kind as $crate::table::DataKind>::build(s, seed),)*
                 }
             }
 
@@ -173,15 +184,8 @@ macro_rules! data_table {
                 ids: &[fedcluster_core::ClientId],
             ) -> Option<$crate::Result<$crate::table::Own>> {
                 match self {
-                    $(DataConfig::$variant(s) => {
-                        type K = $module::$kind;
-                        if <K as $crate::table::DataKind>::FILES.is_some()
-                            && let Err(e) = $crate::table::required_dir::<K>(s)
-                        {
-                            return Some(Err(e));
-                        }
-                        <K as $crate::table::DataKind>::own_clients(s, seed, ids)
-                    })*
+                    $(DataConfig::$variant(s) =>
+                        <$module::$kind as $crate::table::DataKind>::own_clients(s, seed, ids),)*
                 }
             }
 

@@ -45,9 +45,9 @@ impl HostedClient {
     /// Clients `ids` of the config's data set, the data set built once.
     pub fn from_config_many(config: &RunConfig, ids: &[ClientId]) -> Result<Vec<Self>> {
         let mut own = own_clients(config, ids)?;
-        let model: Arc<dyn Model> = config.model.build(&own.input())?.into();
+        let model: Arc<dyn Model> = config.model.build(&own.input)?.into();
         (ids.iter().enumerate())
-            .map(|(i, &id)| Self::new(config, id, own.take(i), own.dim, Arc::clone(&model)))
+            .map(|(i, &id)| Self::new(config, id, own.take(i), own.input.dim, Arc::clone(&model)))
             .collect()
     }
 

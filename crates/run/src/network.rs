@@ -268,7 +268,7 @@ pub fn join(
     let config = RunConfig::parse(&first.config_toml, &overrides, "the coordinator's config")?;
     // Only this process's clients: never the others, the test set or the truth.
     let data = own_clients(&config, ids)?;
-    let model = config.model.build(&data.input())?;
+    let model = config.model.build(&data.input)?;
     let (config, data, model) = (&config, &data, model.as_ref());
     let mut first = Some(first);
     std::thread::scope(|scope| {

@@ -34,7 +34,7 @@ use super::samples::{leaf_split, normalise};
 use crate::data_set::DataSet;
 use crate::dataset::{ClientData, FederatedData, GroundTruth, TargetsOwned, Task};
 use crate::error::{DataError, Result};
-use crate::table::{DataKind, Files};
+use crate::table::{DataKind, Files, required_dir};
 
 /// `[data] kind = "shakespeare"`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -369,6 +369,7 @@ impl DataKind for Shakespeare {
     }
 
     fn build(spec: &Self::Spec, seed: u64) -> Result<DataSet> {
+        required_dir::<Self>(spec)?;
         shakespeare(spec, seed).map(DataSet::Stored)
     }
 }

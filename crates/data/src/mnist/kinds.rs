@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use fedcluster_core::ClientId;
+use fedcluster_core::{ClientId, Input};
 
 use super::{
     MnistAnchoredSpec, MnistClustersData, MnistClustersSpec, load_mnist, mnist_anchored,
@@ -53,11 +53,12 @@ impl DataKind for MnistClusters {
             let clients = mnist_cluster_clients(&mnist, spec, seed, ids)?;
             let image = spec.image_shape(mnist.shape);
             Ok(Own {
-                dim: image.height * image.width * image.channels,
-                task: Task::Classification {
-                    classes: mnist.classes,
-                },
-                image: Some(image),
+                input: Input::images(
+                    image,
+                    Task::Classification {
+                        classes: mnist.classes,
+                    },
+                ),
                 num_clients: spec.clients,
                 clients,
             })
