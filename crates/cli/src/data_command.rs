@@ -1,5 +1,8 @@
 //! `fedcluster data`: prepare data sets in their published formats.
 //!
+//! `fedcluster data fetch NAME` downloads a data set's published files and
+//! checks their checksums (see [`crate::fetch`]).
+//!
 //! `fedcluster data leaf-shakespeare --out DIR` builds LEAF Shakespeare from
 //! the Project Gutenberg plays and writes it as a LEAF directory (`train/`,
 //! `test/`, `stats.md`), with its counts beside LEAF's published ones.
@@ -12,11 +15,15 @@ use clap::{Args, Subcommand};
 
 use fedcluster_data::leaf::{PlayStats, users_from_plays, write_leaf_dir};
 
+use crate::fetch::{FetchArgs, fetch};
 use crate::table::render;
 
 /// Data preparation commands.
 #[derive(Debug, Subcommand)]
 pub enum DataCommand {
+    /// Download a data set's files as published, checked against their MD5s,
+    /// into DATA_ROOT/<name>/ (resumable).
+    Fetch(FetchArgs),
     /// LEAF Shakespeare from the plays, written as LEAF's JSON files.
     LeafShakespeare(LeafShakespeareArgs),
 }
@@ -39,6 +46,7 @@ impl DataCommand {
     /// Runs the command.
     pub fn run(self) -> Result<()> {
         match self {
+            DataCommand::Fetch(args) => fetch(&args),
             DataCommand::LeafShakespeare(args) => leaf_shakespeare(&args),
         }
     }

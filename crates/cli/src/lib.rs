@@ -1,11 +1,12 @@
 //! The `fedcluster` command's library: the commands over the run library
 //! (`fedcluster-run`), the reproduction harness, benchmarks, plots, tables,
-//! progress bars and certificates. The binary in `main.rs` is a thin clap front
+//! progress bars, certificates and data-set downloads. The binary in `main.rs` is a thin clap front
 //! end over it.
 
 pub mod bench;
 pub mod certs;
 pub mod data_command;
+pub mod fetch;
 pub mod net_commands;
 pub mod plot;
 pub mod progress;

@@ -96,7 +96,8 @@ enum Command {
         #[arg(long)]
         data_dir: Option<PathBuf>,
     },
-    /// Prepare a data set in its published format (LEAF Shakespeare).
+    /// Fetch a data set (MNIST, Fashion-MNIST, CIFAR, Shakespeare) or prepare
+    /// one in its published format (LEAF Shakespeare).
     Data {
         #[command(subcommand)]
         command: fedcluster_cli::data_command::DataCommand,
@@ -318,13 +319,16 @@ fn bench(name: Benchmark, rounds: usize, threads: usize, data_dir: Option<PathBu
             "  seconds per round: {:.3e} mean, {:.3e} median, {:.3e} best",
             r.seconds_per_round, r.median_round, r.best_round
         );
-        println!("  GFLOP per round:   {:.3}", r.flops_per_round / 1e9);
-        println!(
-            "  achieved:          {:.1} GFLOP/s = {:.0}% of {} core(s) x {peak:.0} GFLOP/s (this machine's single-core GEMM, measured now)",
-            r.gflops(),
-            100.0 * r.fraction_of(peak),
-            r.threads
-        );
+        // A benchmark of data, not arithmetic, counts no flops.
+        if r.flops_per_round > 0.0 {
+            println!("  GFLOP per round:   {:.3}", r.flops_per_round / 1e9);
+            println!(
+                "  achieved:          {:.1} GFLOP/s = {:.0}% of {} core(s) x {peak:.0} GFLOP/s (this machine's single-core GEMM, measured now)",
+                r.gflops(),
+                100.0 * r.fraction_of(peak),
+                r.threads
+            );
+        }
         for (part, seconds) in &r.split {
             println!("  {part}: {seconds:.3} s per round (measured on a sample of clients)");
         }

@@ -139,6 +139,26 @@ impl RoundProgress {
     }
 }
 
+/// A download's bar on standard error (hidden when that is not a terminal):
+/// bytes so far of `total` (a spinner when the server does not say), from
+/// `start` (the bytes a resumed download already has), labelled `what`.
+pub fn byte_bar(what: &str, total: Option<u64>, start: u64) -> ProgressBar {
+    let (bar, template) = match total {
+        Some(total) => (
+            ProgressBar::new(total),
+            "{msg} {bar:30} {bytes}/{total_bytes} {binary_bytes_per_sec} eta {eta}",
+        ),
+        None => (
+            ProgressBar::no_length(),
+            "{msg} {spinner} {bytes} {binary_bytes_per_sec}",
+        ),
+    };
+    bar.set_style(ProgressStyle::with_template(template).expect("template"));
+    bar.set_message(what.to_owned());
+    bar.set_position(start);
+    bar
+}
+
 /// A duration to the second: `1h 02m 03s`, `4m 05s`, `12s`.
 pub fn clock(d: Duration) -> String {
     let s = d.as_secs();

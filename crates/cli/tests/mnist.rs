@@ -194,7 +194,7 @@ fn clients_produced_on_demand_give_the_stored_metrics() {
         fedcluster_run::rundir::metrics_csv(&outcome.records, true)
     };
     let produced = fedcluster_run::experiment::build_data_set(&config).unwrap();
-    assert!(matches!(produced, fedcluster_data::DataSet::Mnist(_)));
+    assert!(matches!(produced, fedcluster_data::DataSet::Images(_)));
     let stored = fedcluster_run::experiment::build_data(&config).unwrap();
     assert_eq!(run(&produced.view()), run(&stored.view()));
 }

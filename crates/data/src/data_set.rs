@@ -1,9 +1,9 @@
 //! [`DataSet`]: the kinds of data set a run holds (every client stored,
-//! clients generated on demand, MNIST clusters transformed on demand), each
+//! clients generated on demand, image clusters transformed on demand), each
 //! seen through its [`DataView`].
 
 use crate::dataset::FederatedData;
-use crate::mnist::MnistClustersData;
+use crate::images::ImageClustersData;
 use crate::synthetic::on_demand::GeneratedData;
 use crate::view::DataView;
 
@@ -13,8 +13,9 @@ pub enum DataSet {
     Stored(FederatedData),
     /// Clients regenerated from their random streams on demand.
     Generated(GeneratedData),
-    /// An MNIST cluster partition, its training clients transformed on demand.
-    Mnist(MnistClustersData),
+    /// An image cluster partition, its training clients transformed on
+    /// demand.
+    Images(Box<ImageClustersData>),
 }
 
 impl DataSet {
@@ -23,7 +24,7 @@ impl DataSet {
         match self {
             DataSet::Stored(data) => data.view(),
             DataSet::Generated(data) => data.view(),
-            DataSet::Mnist(data) => data.view(),
+            DataSet::Images(data) => data.view(),
         }
     }
 }

@@ -2,30 +2,35 @@
 //! ten kinds of clothing, in MNIST's IDX format and sizes (60,000 training and
 //! 10,000 test images), the set many clustered-FL papers use next to MNIST.
 //! `kind = "fashion-mnist"` takes the same `[data]` table as `kind = "mnist"`
-//! (one cluster per image transform), read by the MNIST reader.
+//! (an [`ImageClustersSpec`] partition), read by the MNIST reader.
 
 use std::path::Path;
 
+use fedcluster_core::ClientId;
+
 use crate::data_set::DataSet;
 use crate::error::Result;
-use crate::mnist::{MnistClustersData, MnistClustersSpec, load_mnist};
-use crate::table::{DataKind, Files, required_dir};
+use crate::images::own::own_image_clients;
+use crate::images::{ImageClustersData, ImageClustersSpec};
+use crate::mnist::{MNIST_TEST_IMAGES, MNIST_TRAIN_IMAGES, load_mnist};
+use crate::table::{DataKind, Files, Own, required_dir};
 
-/// `kind = "fashion-mnist"`: a [`MnistClustersSpec`] partition of
+/// `kind = "fashion-mnist"`: an [`ImageClustersSpec`] partition of
 /// Fashion-MNIST, its training clients transformed on demand.
 pub struct FashionMnist;
 
 impl DataKind for FashionMnist {
-    type Spec = MnistClustersSpec;
+    type Spec = ImageClustersSpec;
 
     const FILES: Option<Files> = Some(Files {
         title: "Fashion-MNIST",
         directory: "the directory of its four IDX files (train-images-idx3-ubyte, ...)",
         dir_name: "fashion-mnist",
+        fetch: Some("fashion-mnist"),
     });
 
     fn validate(spec: &Self::Spec) -> Result<()> {
-        spec.validate()
+        spec.check_sizes(MNIST_TRAIN_IMAGES, MNIST_TEST_IMAGES)
     }
 
     fn data_dir(spec: &Self::Spec) -> Option<&Path> {
@@ -34,9 +39,12 @@ impl DataKind for FashionMnist {
 
     fn build(spec: &Self::Spec, seed: u64) -> Result<DataSet> {
         let images = load_mnist(required_dir::<Self>(spec)?)?;
-        let data = MnistClustersData::new(images, spec, seed)?;
-        Ok(DataSet::Mnist(
-            data.with_name(format!("fashion-{}", spec.name())),
-        ))
+        ImageClustersData::new(images, spec, seed, "fashion-mnist")
+            .map(|d| DataSet::Images(Box::new(d)))
+    }
+
+    fn own_clients(spec: &Self::Spec, seed: u64, ids: &[ClientId]) -> Option<Result<Own>> {
+        let own = || own_image_clients(&load_mnist(required_dir::<Self>(spec)?)?, spec, seed, ids);
+        Some(own())
     }
 }

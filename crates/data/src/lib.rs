@@ -19,15 +19,22 @@
 //! - [`leaf`]: LEAF's JSON format (read streaming, written) and LEAF
 //!   Shakespeare from the Project Gutenberg plays ([`shakespeare`]).
 //! - [`images`]: [`ImageSet`], the labelled image sets every image reader
-//!   returns, and the channel-aware [`Transform`]s that define clusters over them.
-//! - [`mnist`]: the MNIST reader [`load_mnist`] (IDX files, plain or gzipped),
-//!   image [`Transform`]s, and [`mnist_clusters`], one cluster per transform
-//!   (rotated MNIST of IFCA, Section VI-B; inverted MNIST of SR-FCA).
+//!   returns, the channel-aware [`Transform`]s, and
+//!   [`images::clusters`]: one cluster per transform over any image set
+//!   (rotated MNIST and CIFAR-10 of IFCA, inverted MNIST of SR-FCA), with
+//!   concept shift and label-skew deals ([`LabelSkew`]).
+//! - [`mnist`]: the MNIST reader [`load_mnist`] (IDX files, plain or
+//!   gzipped) and MNIST's rows of the table.
+//! - [`cifar`]: the CIFAR-10 and CIFAR-100 readers [`load_cifar10`] and
+//!   [`load_cifar100`] (the binary version, from its directory or straight
+//!   from its `.tar.gz`) as 32x32x3 [`ImageSet`]s, and writers of files in
+//!   that format for tests and benchmarks.
 //!
 //! Every random draw comes from a [`fedcluster_core::rng::stream`] keyed by what
 //! it is for and by the client it belongs to, so a client's data do not depend on
 //! how many other clients are generated or in which order.
 
+pub mod cifar;
 mod data_set;
 pub mod dataset;
 pub mod error;
@@ -50,23 +57,32 @@ data_table! {
     SyntheticImages = "synthetic-images" in labelled::SyntheticImages,
     SyntheticText = "synthetic-text" in labelled::SyntheticText,
     Shakespeare = "shakespeare" in shakespeare_kind::Shakespeare,
+    Femnist = "femnist" in femnist_kind::Femnist,
     FashionMnist = "fashion-mnist" in fashion_mnist::FashionMnist,
+    Cifar10 = "cifar10" in cifar_kinds::Cifar10,
+    Cifar100 = "cifar100" in cifar_kinds::Cifar100,
+    Cifar100Coarse = "cifar100-coarse" in cifar_kinds::Cifar100Coarse,
 }
 
+use cifar::kinds as cifar_kinds;
+
+use leaf::femnist as femnist_kind;
 use leaf::shakespeare as shakespeare_kind;
 use mnist::kinds as mnist_kinds;
 use synthetic::kinds as synthetic_kinds;
 
+pub use cifar::{Cifar, Cifar100Labels, load_cifar10, load_cifar100};
 pub use data_set::DataSet;
 pub use dataset::{ClientData, FederatedData, GroundTruth, TargetsOwned, Task};
 pub use error::{DataError, Result};
 pub use images::ImageSet;
+pub use images::{
+    ImageClustersData, ImageClustersSpec, LabelSkew, Transform, image_cluster_clients,
+    image_clusters,
+};
 pub use labelled::{SyntheticImagesSpec, SyntheticTextSpec, synthetic_images, synthetic_text};
 pub use leaf::{ShakespeareSpec, shakespeare};
-pub use mnist::{
-    Mnist, MnistAnchoredSpec, MnistClustersData, MnistClustersSpec, Transform, load_mnist,
-    mnist_anchored, mnist_cluster_clients, mnist_clusters,
-};
+pub use mnist::{Mnist, MnistAnchoredSpec, load_mnist, mnist_anchored};
 pub use synthetic::on_demand::GeneratedData;
 pub use synthetic::{
     ClientGroup, IfcaSyntheticSpec, MixedRegressionSpec, TruthScale, ifca_synthetic,

@@ -27,6 +27,23 @@ pub struct Files {
     pub directory: &'static str,
     /// The directory's conventional name under a data root (`mnist`).
     pub dir_name: &'static str,
+    /// The `fedcluster data fetch` name that downloads the files into
+    /// `<root>/<dir_name>` (`None`: the user prepares them).
+    pub fetch: Option<&'static str>,
+}
+
+impl Files {
+    /// `; \`fedcluster data fetch NAME\` downloads it into data/DIR` when
+    /// the files can be fetched, else empty.
+    pub fn fetch_hint(&self) -> String {
+        match self.fetch {
+            Some(name) => format!(
+                "; `fedcluster data fetch {name}` downloads it into data/{}",
+                self.dir_name
+            ),
+            None => String::new(),
+        }
+    }
 }
 
 /// One kind of data set: its config and how its data set is built. Each
@@ -115,8 +132,10 @@ pub(crate) fn required_dir<K: DataKind>(spec: &K::Spec) -> Result<&Path> {
         (Some(files), None) => Err(DataError::invalid(
             "data_dir",
             format!(
-                "{} needs {} (set it or pass --data-dir DIR)",
-                files.title, files.directory
+                "{} needs {} (set it or pass --data-dir DIR){}",
+                files.title,
+                files.directory,
+                files.fetch_hint()
             ),
         )),
         (None, None) => Err(DataError::invalid("data_dir", "this kind reads no files")),
@@ -157,6 +176,15 @@ macro_rules! data_table {
                 match self {
                     $(DataConfig::$variant(_) =>
                         <$module::$kind as $crate::table::DataKind>::FILES,)*
+                }
+            }
+
+            /// The files the kind called `name` reads (`None`: an unknown
+            /// name, or a kind generated from the seed).
+            pub fn files_of(name: &str) -> Option<$crate::table::Files> {
+                match name {
+                    $($name => <$module::$kind as $crate::table::DataKind>::FILES,)*
+                    _ => None,
                 }
             }
 

@@ -1,16 +1,21 @@
 //! Property-based fuzzing of the data readers (bounded: a fixed number of
 //! cases each, a few seconds in all): random bytes and mutations of valid
-//! files fed to the IDX reader (plain and gzipped) and the LEAF JSON reader
-//! must give a value or an error naming the file, never a panic; what a
-//! reader accepts must be what the header declared.
+//! files fed to the IDX reader (plain and gzipped), the LEAF JSON reader, the
+//! FEMNIST data set built on it, and the CIFAR readers (batch files, their `.tar.gz` damaged inside or outside
+//! the compression) must give a value or an error naming the file, never a
+//! panic; what a reader accepts must be what the header (or the file's size)
+//! declared.
 
-use std::io::Write as _;
+use std::io::{Read as _, Write as _};
 use std::path::Path;
 
 use flate2::Compression;
 use flate2::write::GzEncoder;
 use proptest::prelude::*;
 
+use fedcluster_data::cifar::{
+    Cifar, Cifar100Labels, CifarRecords, SetForm, load_cifar10, load_cifar100, write_cifar_set,
+};
 use fedcluster_data::leaf::json::UserRef;
 use fedcluster_data::leaf::{LeafUser, Split, read_leaf_json, write_leaf_json};
 use fedcluster_data::mnist::idx::{
@@ -72,6 +77,46 @@ fn names_the_file(error: &str, path: &Path) {
         "error does not name {}: {error}",
         path.display()
     );
+}
+
+/// Loads the CIFAR `set` at `path` with every label choice: each load gives
+/// a consistent image set of whole records or an error naming `file`.
+fn cifar_loads(set: Cifar, path: &Path, file: &Path) -> Result<(), TestCaseError> {
+    let choices: &[Cifar100Labels] = match set {
+        Cifar::Cifar10 => &[Cifar100Labels::Fine],
+        Cifar::Cifar100 => &[Cifar100Labels::Fine, Cifar100Labels::Coarse],
+    };
+    for &labels in choices {
+        let loaded = match set {
+            Cifar::Cifar10 => load_cifar10(path),
+            Cifar::Cifar100 => load_cifar100(path, labels),
+        };
+        match loaded {
+            Ok(images) => {
+                prop_assert!(images.check("cifar").is_ok());
+                prop_assert!(images.train_images.iter().all(|v| (0.0..=1.0).contains(v)));
+            }
+            Err(e) => names_the_file(&e.to_string(), file),
+        }
+    }
+    Ok(())
+}
+
+fn cifar_set() -> impl Strategy<Value = Cifar> {
+    prop_oneof![Just(Cifar::Cifar10), Just(Cifar::Cifar100)]
+}
+
+/// The uncompressed tar of an archive written by [`write_cifar_set`] with
+/// `records` records per file.
+fn cifar_tar(set: Cifar, records: usize) -> Vec<u8> {
+    let dir = tempfile::tempdir().unwrap();
+    let files = CifarRecords::synthetic_set(set, records);
+    let path = write_cifar_set(dir.path(), set, SetForm::Archive, &files).unwrap();
+    let mut tar = Vec::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(path).unwrap())
+        .read_to_end(&mut tar)
+        .unwrap();
+    tar
 }
 
 proptest! {
@@ -142,5 +187,79 @@ proptest! {
                 }
             }
         }
+    }
+
+    #[test]
+    fn femnist_directories_damaged_anywhere_are_errors_naming_the_file(
+        edits in edits(), test_split in any::<bool>(),
+    ) {
+        use fedcluster_data::leaf::{LeafSamples, SplitUser, femnist::FemnistSpec, write_leaf_dir};
+        let dir = tempfile::tempdir().unwrap();
+        let images = |n: usize, w: usize| LeafSamples::Features {
+            dim: 784,
+            x: (0..n * 784).map(|p| ((p + w) % 7) as f32 / 7.0).collect(),
+            y: (0..n).map(|j| ((j + w) % 62) as u32).collect(),
+        };
+        let users: Vec<SplitUser> = (0..2)
+            .map(|w| SplitUser {
+                id: format!("f{w:04}"),
+                hierarchy: None,
+                train: images(2, w),
+                test: images(1, w),
+            })
+            .collect();
+        let root = dir.path().join("femnist");
+        write_leaf_dir(&root, "femnist", &users, &[]).unwrap();
+        let split = root.join(if test_split { "test" } else { "train" });
+        let file = std::fs::read_dir(&split).unwrap().next().unwrap().unwrap().path();
+        let valid = std::fs::read(&file).unwrap();
+        std::fs::write(&file, mutate(valid, &edits)).unwrap();
+        let spec = FemnistSpec {
+            data_dir: Some(root.clone()),
+            clients: 0,
+            max_train_samples: 0,
+            max_test_samples: 0,
+        };
+        if let Err(e) = fedcluster_data::DataConfig::Femnist(spec).build(1) {
+            names_the_file(&e.to_string(), &file);
+        }
+    }
+
+    #[test]
+    fn cifar_batch_files_damaged_anywhere_are_errors_naming_the_file(
+        set in cifar_set(), which in 0usize..6, edits in edits(),
+        bytes in proptest::collection::vec(any::<u8>(), 0..64), arbitrary in any::<bool>(),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let files = CifarRecords::synthetic_set(set, 2);
+        let bin = write_cifar_set(dir.path(), set, SetForm::Directory, &files).unwrap();
+        let names: Vec<&str> = set.train_files().iter().copied().chain([set.test_file()]).collect();
+        let which = which % names.len();
+        let path = bin.join(names[which]);
+        let input = if arbitrary { bytes } else { mutate(files[which].to_bytes(set).unwrap(), &edits) };
+        std::fs::write(&path, &input).unwrap();
+        cifar_loads(set, dir.path(), &path)?;
+        cifar_loads(set, &bin, &path)?;
+    }
+
+    #[test]
+    fn cifar_archives_damaged_anywhere_are_errors_naming_the_archive(
+        set in cifar_set(), edits in edits(), inside in any::<bool>(),
+        bytes in proptest::collection::vec(any::<u8>(), 0..64), arbitrary in any::<bool>(),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(set.archive());
+        let input = if arbitrary {
+            bytes
+        } else if inside {
+            // Damage the tar itself (headers, sizes, data), then compress.
+            gzip(&mutate(cifar_tar(set, 1), &edits))
+        } else {
+            // Damage the compressed stream.
+            mutate(gzip(&cifar_tar(set, 1)), &edits)
+        };
+        std::fs::write(&path, &input).unwrap();
+        cifar_loads(set, &path, &path)?;
+        cifar_loads(set, dir.path(), &path)?;
     }
 }

@@ -7,7 +7,7 @@ use anyhow::{Context, Result, anyhow};
 
 use fedcluster_algorithms::{Algorithm, Checked, FieldError, Setup, TrueClusters, Visit};
 use fedcluster_core::{Model, ServerHalf};
-use fedcluster_data::{DataError, DataSet, DataView, FederatedData};
+use fedcluster_data::{DataConfig, DataError, DataSet, DataView, FederatedData};
 use fedcluster_sim::record::{TestPick, TestSet, Truth, records};
 use fedcluster_sim::{InProcess, RoundEvent, Transport, run_from};
 
@@ -45,7 +45,7 @@ pub fn build_data_set(config: &RunConfig) -> Result<DataSet> {
         DataSet::Generated(g) => DataSet::Stored(validated(g.materialize())?),
         DataSet::Stored(data) => DataSet::Stored(validated(data)?),
         // Consistent by construction (the same partition `build_data` validates).
-        DataSet::Mnist(m) => DataSet::Mnist(m),
+        DataSet::Images(m) => DataSet::Images(m),
     })
 }
 
@@ -54,24 +54,41 @@ pub fn build_data(config: &RunConfig) -> Result<FederatedData> {
     validated(match generate(config)? {
         DataSet::Generated(g) => g.materialize(),
         DataSet::Stored(data) => data,
-        DataSet::Mnist(m) => m.materialize(),
+        DataSet::Images(m) => m.materialize(),
     })
 }
 
 /// The configured data set, its synthetic clients not generated yet.
 pub(crate) fn generate(config: &RunConfig) -> Result<DataSet> {
-    config.data.build(config.seed).map_err(data_error)
+    config
+        .data
+        .build(config.seed)
+        .map_err(|e| data_error(&config.data, e))
 }
 
 /// A data set's error as the user sees it: a missing directory or client
-/// names itself; anything else is an error building the data set.
-pub(crate) fn data_error(e: DataError) -> anyhow::Error {
+/// names itself; missing files say which `fedcluster data fetch` downloads
+/// them; anything else is an error building the data set.
+pub(crate) fn data_error(data: &DataConfig, e: DataError) -> anyhow::Error {
+    let missing = match &e {
+        DataError::Missing { .. } => true,
+        DataError::Io { source, .. } => source.kind() == std::io::ErrorKind::NotFound,
+        _ => false,
+    };
     match e {
         DataError::Invalid { field, why } if field == "data_dir" => {
             anyhow!("field `data.data_dir`: {why}")
         }
         e @ DataError::NoSuchClient { .. } => anyhow::Error::new(e),
-        e => anyhow::Error::new(e).context("cannot build the data set"),
+        e => match data.files().filter(|f| missing && f.fetch.is_some()) {
+            // The reason first, then what to do about it.
+            Some(files) => anyhow!(
+                "cannot build the data set: {:#}{}",
+                anyhow::Error::new(e),
+                files.fetch_hint()
+            ),
+            None => anyhow::Error::new(e).context("cannot build the data set"),
+        },
     }
 }
 

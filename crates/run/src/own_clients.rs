@@ -20,14 +20,14 @@ pub type OwnClients = Own;
 /// dropped before the rounds start.
 pub fn own_clients(config: &RunConfig, ids: &[ClientId]) -> Result<OwnClients> {
     if let Some(own) = config.data.own_clients(config.seed, ids) {
-        return own.map_err(data_error);
+        return own.map_err(|e| data_error(&config.data, e));
     }
     let data = generate(config)?;
     let (input, num_clients) = {
         let view = data.view();
         (view.input(), view.train.num_clients())
     };
-    check_client_ids(ids, num_clients).map_err(data_error)?;
+    check_client_ids(ids, num_clients).map_err(|e| data_error(&config.data, e))?;
     let clients = match data {
         DataSet::Stored(stored) => {
             let mut train: Vec<Option<ClientData>> =

@@ -78,18 +78,10 @@ pub(super) fn many_clients_round(
         ),
         (
             "peak resident memory".into(),
-            peak_rss_mib().map_or("unknown (no /proc/self/status)".into(), |m| {
+            super::peak_rss_mib().map_or("unknown (no /proc/self/status)".into(), |m| {
                 format!("{m:.0} MiB")
             }),
         ),
     ];
     Ok(report)
-}
-
-/// The process's peak resident set (`VmHWM`), MiB; Linux only.
-fn peak_rss_mib() -> Option<f64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib / 1024.0)
 }

@@ -13,7 +13,7 @@ use anyhow::{Context, Result};
 
 use fedcluster_algorithms::{Aggregation, Algorithm, Checked, ifca};
 use fedcluster_core::{Model, Purpose, Workspace, stream};
-use fedcluster_data::{MnistClustersSpec, Transform, load_mnist, mnist_clusters};
+use fedcluster_data::{ImageClustersSpec, Transform, image_clusters, load_mnist};
 use fedcluster_models::Mlp;
 use fedcluster_sim::InProcess;
 
@@ -28,7 +28,7 @@ pub(super) fn ifca_rotated_mnist_round(
         "ifca-rotated-mnist reads MNIST: pass --data-dir DIR (e.g. ../shared/data/mnist)",
     )?;
     let (m, n, k, hidden, tau, lr) = (2400, 100, 4, 200, 10, 0.1f32);
-    let spec = MnistClustersSpec {
+    let spec = ImageClustersSpec {
         transforms: vec![
             Transform::Identity,
             Transform::Rotate90,
@@ -40,9 +40,11 @@ pub(super) fn ifca_rotated_mnist_round(
         test_clients: 0,
         downsample: false,
         disjoint: false,
+        permute_labels: false,
+        skew: None,
         data_dir: Some(dir.clone()),
     };
-    let data = mnist_clusters(&load_mnist(dir)?, &spec, 1)?;
+    let data = image_clusters(&load_mnist(dir)?, &spec, 1, "mnist")?;
     let model = Mlp::new(data.dim, hidden, 10)?;
     let config = Checked::new(ifca_config(k, Aggregation::Model, lr, tau))?;
     let threads = resolve_threads(options.threads);

@@ -1,6 +1,7 @@
 //! `fedcluster bench`: timed rounds of the hot paths, with achieved FLOP/s
 //! against the machine's single-core f32 GEMM peak.
 
+mod cifar;
 mod many_clients;
 mod mnist;
 mod models;
@@ -59,6 +60,10 @@ pub enum Benchmark {
     /// generated when sampled; IFCA model averaging, 100 clients per round; set-up
     /// time, time per round and peak memory.
     ManyClients,
+    /// IFCA's rotated CIFAR-10 partition ((m, n) = (200, 500), k = 2) of a
+    /// full-size CIFAR-10 binary set (the real one with --data-dir, else
+    /// made-up records): load time, clients produced per second, memory.
+    CifarPartition,
     /// One local SGD step of every network (MLP, cnn-cifar, cnn-femnist, ResNet9,
     /// char-LSTM) at the papers' sizes, native and ndarray backends, one thread.
     ModelSteps,
@@ -128,6 +133,7 @@ fn run_round_bench(benchmark: Benchmark, options: BenchOptions) -> Result<BenchR
         Benchmark::IfcaRotatedMnist => mnist::ifca_rotated_mnist_round(benchmark, &options),
         Benchmark::SmallClients => small_clients::small_clients_round(benchmark, &options),
         Benchmark::ManyClients => many_clients::many_clients_round(benchmark, &options),
+        Benchmark::CifarPartition => cifar::cifar_partition(benchmark, &options),
         Benchmark::ModelSteps => unreachable!("handled by run_bench"),
     }
 }
@@ -231,4 +237,12 @@ pub fn resolve_threads(threads: usize) -> usize {
     } else {
         threads
     }
+}
+
+/// The process's peak resident set (`VmHWM`), MiB; Linux only.
+pub(super) fn peak_rss_mib() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib / 1024.0)
 }

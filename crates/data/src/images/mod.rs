@@ -1,14 +1,20 @@
-//! Labelled image sets, whatever their source (MNIST's IDX files today;
-//! CIFAR and FEMNIST next): [`ImageSet`], the one type their readers return
-//! and the cluster partitions take, and the channel-aware [`transform`]s that
-//! define clusters over any of them.
+//! Labelled image sets, whatever their source (MNIST's IDX files, CIFAR's
+//! binary batches): [`ImageSet`], the one type their readers return and the
+//! cluster partitions take, the channel-aware [`transform`]s that define
+//! clusters over them, the [`clusters`] partitions themselves, and a
+//! joining process's [`own`] clients of one.
 
+pub mod clusters;
+pub mod own;
 pub mod transform;
 
 use fedcluster_core::ImageShape;
 
 use crate::error::{DataError, Result};
 
+pub use clusters::{
+    ImageClustersData, ImageClustersSpec, LabelSkew, image_cluster_clients, image_clusters,
+};
 pub use transform::{Transform, downsample2x2, downsampled};
 
 /// A labelled image set in memory: a training and a test split of images of

@@ -6,7 +6,9 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use super::json::{LeafSamples, LeafUser, Split, UserRef, read_leaf_json, write_leaf_json};
+use super::json::{
+    LeafSamples, LeafUser, Split, UserCheck, UserRef, read_leaf_json_checked, write_leaf_json,
+};
 use crate::error::{DataError, Result};
 
 /// A user with its training and test samples.
@@ -41,12 +43,17 @@ fn json_files(dir: &Path) -> Result<Vec<PathBuf>> {
     Ok(files)
 }
 
-/// Every user of one split's files, by id; a user in two files is an error.
-fn read_split(dir: &Path, split: Split) -> Result<BTreeMap<String, LeafUser>> {
+/// Every user of one split's files, by id, each passed to `check`; a user in
+/// two files is an error.
+fn read_split(
+    dir: &Path,
+    split: Split,
+    check: UserCheck<'_>,
+) -> Result<BTreeMap<String, LeafUser>> {
     let mut users = BTreeMap::new();
     let mut origin: BTreeMap<String, PathBuf> = BTreeMap::new();
     for file in json_files(dir)? {
-        for user in read_leaf_json(&file, split)? {
+        for user in read_leaf_json_checked(&file, split, check)? {
             if let Some(first) = origin.get(&user.id) {
                 return Err(DataError::format(
                     &file,
@@ -62,9 +69,15 @@ fn read_split(dir: &Path, split: Split) -> Result<BTreeMap<String, LeafUser>> {
 
 /// The users of the LEAF directory `dir`, sorted by id.
 pub fn read_leaf_dir(dir: &Path) -> Result<Vec<SplitUser>> {
+    read_leaf_dir_checked(dir, &|_, _, _| Ok(()))
+}
+
+/// [`read_leaf_dir`], each user passed to `check` as it is read, with the
+/// file it is in.
+pub fn read_leaf_dir_checked(dir: &Path, check: UserCheck<'_>) -> Result<Vec<SplitUser>> {
     let (train_dir, test_dir) = (dir.join("train"), dir.join("test"));
-    let train = read_split(&train_dir, Split::Train)?;
-    let mut test = read_split(&test_dir, Split::Test)?;
+    let train = read_split(&train_dir, Split::Train, check)?;
+    let mut test = read_split(&test_dir, Split::Test, check)?;
     if let Some(id) = test.keys().find(|id| !train.contains_key(*id)) {
         return Err(DataError::format(
             &test_dir,

@@ -21,15 +21,13 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use rand::seq::index::sample;
 use serde::{Deserialize, Serialize};
-
-use fedcluster_core::{Purpose, stream};
 
 use super::alphabet::{SEQ_LEN, SYMBOLS, symbol};
 use super::dir::{SplitUser, is_leaf_dir, read_leaf_dir};
 use super::json::LeafSamples;
 use super::plays::{Play, parse_play};
+use super::sample_users;
 use super::samples::{leaf_split, normalise};
 use crate::data_set::DataSet;
 use crate::dataset::{ClientData, FederatedData, GroundTruth, TargetsOwned, Task};
@@ -273,27 +271,8 @@ pub fn shakespeare_from_users(
     dir: &Path,
 ) -> Result<FederatedData> {
     users.sort_by(|a, b| a.id.cmp(&b.id));
-    let count = match spec.clients {
-        0 => users.len(),
-        c if c > users.len() => {
-            return Err(DataError::invalid(
-                "clients",
-                format!(
-                    "{c} clients from {} users in {}",
-                    users.len(),
-                    dir.display()
-                ),
-            ));
-        }
-        c => c,
-    };
-    let mut picked = sample(
-        &mut stream(seed, Purpose::Partition, 0, 0),
-        users.len(),
-        count,
-    )
-    .into_vec();
-    picked.sort_unstable();
+    let picked = sample_users(spec.clients, users.len(), seed, "users", dir)?;
+    let count = picked.len();
     let mut train = Vec::with_capacity(count);
     let mut test = Vec::with_capacity(count);
     let mut names = Vec::with_capacity(count);
@@ -358,6 +337,7 @@ impl DataKind for Shakespeare {
         title: "Shakespeare",
         directory: "the directory of the plays or of LEAF's train/ and test/ JSON files",
         dir_name: "shakespeare",
+        fetch: None,
     });
 
     fn validate(spec: &Self::Spec) -> Result<()> {

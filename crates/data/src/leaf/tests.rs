@@ -137,7 +137,7 @@ fn malformed_files_are_refused_naming_file_and_user() {
             "`num_samples` has 2 entries for 1 users",
         ),
         (
-            r#"{"users": [], "num_samples": [], "user_data": {"w": {"x": [], "y": []}}}"#,
+            r#"{"users": [], "num_samples": [], "user_data": {"w": {"x": [[1]], "y": [0]}}}"#,
             "user `w` is in `user_data` but not in `users`",
         ),
         (r#"{"num_samples": [], "user_data": {}}"#, "no `users` list"),
@@ -151,6 +151,12 @@ fn malformed_files_are_refused_naming_file_and_user() {
     }
     let missing = dir.path().join("none.json");
     assert!(error(&missing, Split::Train).contains("cannot read"));
+    // LEAF's by-sample split keeps an empty entry for each user it drops.
+    write(
+        &path,
+        r#"{"users": [], "num_samples": [], "user_data": {"w": {"x": [], "y": []}}}"#,
+    );
+    assert_eq!(read_leaf_json(&path, Split::Train).unwrap(), []);
 }
 
 #[test]

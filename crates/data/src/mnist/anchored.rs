@@ -19,9 +19,10 @@ use rand::seq::SliceRandom;
 use serde::{Deserialize, Serialize};
 
 use super::MNIST_TRAIN_IMAGES;
-use super::partition::{Shape, check_mnist, dataset_name};
 use crate::dataset::{FederatedData, GroundTruth, Task};
 use crate::error::{DataError, Result};
+use crate::images::clusters::dataset_name;
+use crate::images::clusters::shape::{Look, Shape};
 use crate::images::{ImageSet, Transform};
 
 /// Specification of the anchored MNIST partition.
@@ -96,7 +97,7 @@ pub fn mnist_anchored(
     spec: &MnistAnchoredSpec,
     seed: u64,
 ) -> Result<FederatedData> {
-    check_mnist(mnist)?;
+    mnist.check("mnist")?;
     spec.check_sizes(mnist.train_len())?;
     let shape = Shape::new(mnist, spec.downsample, &spec.transforms)?;
     let k = spec.transforms.len();
@@ -118,7 +119,7 @@ pub fn mnist_anchored(
             shape.client(
                 train_set,
                 chunk.iter().copied(),
-                spec.transforms[j],
+                Look::plain(spec.transforms[j]),
                 &mut scratch,
             )
         })
@@ -127,7 +128,7 @@ pub fn mnist_anchored(
     let test = spec
         .transforms
         .iter()
-        .map(|t| shape.client(test_set, 0..mnist.test_len(), *t, &mut scratch))
+        .map(|t| shape.client(test_set, 0..mnist.test_len(), Look::plain(*t), &mut scratch))
         .collect::<Result<Vec<_>>>()?;
     Ok(FederatedData {
         name: spec.name(),

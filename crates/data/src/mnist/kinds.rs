@@ -4,35 +4,34 @@
 
 use std::path::Path;
 
-use fedcluster_core::{ClientId, Input};
+use fedcluster_core::ClientId;
 
-use super::{
-    MnistAnchoredSpec, MnistClustersData, MnistClustersSpec, load_mnist, mnist_anchored,
-    mnist_cluster_clients,
-};
+use super::{MNIST_TEST_IMAGES, MNIST_TRAIN_IMAGES, MnistAnchoredSpec, load_mnist, mnist_anchored};
 use crate::data_set::DataSet;
-use crate::dataset::Task;
 use crate::error::Result;
-use crate::table::{DataKind, Files, Own, check_client_ids, required_dir};
+use crate::images::own::own_image_clients;
+use crate::images::{ImageClustersData, ImageClustersSpec};
+use crate::table::{DataKind, Files, Own, required_dir};
 
 /// What both MNIST kinds read.
 const MNIST_FILES: Files = Files {
     title: "MNIST",
     directory: "the directory of its IDX files",
     dir_name: "mnist",
+    fetch: Some("mnist"),
 };
 
-/// `kind = "mnist"`: [`MnistClustersSpec`], its training clients transformed
-/// on demand.
+/// `kind = "mnist"`: an [`ImageClustersSpec`] partition of MNIST, its
+/// training clients transformed on demand.
 pub struct MnistClusters;
 
 impl DataKind for MnistClusters {
-    type Spec = MnistClustersSpec;
+    type Spec = ImageClustersSpec;
 
     const FILES: Option<Files> = Some(MNIST_FILES);
 
     fn validate(spec: &Self::Spec) -> Result<()> {
-        spec.validate()
+        spec.check_sizes(MNIST_TRAIN_IMAGES, MNIST_TEST_IMAGES)
     }
 
     fn data_dir(spec: &Self::Spec) -> Option<&Path> {
@@ -41,28 +40,11 @@ impl DataKind for MnistClusters {
 
     fn build(spec: &Self::Spec, seed: u64) -> Result<DataSet> {
         let mnist = load_mnist(required_dir::<Self>(spec)?)?;
-        MnistClustersData::new(mnist, spec, seed).map(DataSet::Mnist)
+        ImageClustersData::new(mnist, spec, seed, "mnist").map(|d| DataSet::Images(Box::new(d)))
     }
 
-    /// Transforms just the clients' images (not through
-    /// [`MnistClustersData`], which would build the test clients too).
     fn own_clients(spec: &Self::Spec, seed: u64, ids: &[ClientId]) -> Option<Result<Own>> {
-        let own = || -> Result<Own> {
-            let mnist = load_mnist(required_dir::<Self>(spec)?)?;
-            check_client_ids(ids, spec.clients)?;
-            let clients = mnist_cluster_clients(&mnist, spec, seed, ids)?;
-            let image = spec.image_shape(mnist.shape);
-            Ok(Own {
-                input: Input::images(
-                    image,
-                    Task::Classification {
-                        classes: mnist.classes,
-                    },
-                ),
-                num_clients: spec.clients,
-                clients,
-            })
-        };
+        let own = || own_image_clients(&load_mnist(required_dir::<Self>(spec)?)?, spec, seed, ids);
         Some(own())
     }
 }

@@ -1,14 +1,13 @@
-//! MNIST (LeCun, Cortes, Burges): reader, image transforms and the clustered
-//! federated partitions of the IFCA and SR-FCA experiments.
+//! MNIST (LeCun, Cortes, Burges): the reader and the MNIST rows of the
+//! data-set table.
 //!
 //! - [`idx`]: the IDX file format, plain or gzipped.
 //! - [`load_mnist`]: the four canonical files of a directory, as [`Mnist`]
-//!   with pixels scaled to `[0, 1]`.
-//!   ([`Mnist`] is an [`ImageSet`]: the partitions below take any image set).
-//! - [`partition`]: [`mnist_clusters`], one cluster per transform, e.g. rotated
-//!   MNIST (IFCA, Ghosh et al., Section VI-B) or inverted MNIST (SR-FCA).
-//! - [`clients`]: [`MnistClustersData`], the same partition with its training
-//!   clients produced when asked for (the images held once).
+//!   with pixels scaled to `[0, 1]`. ([`Mnist`] is an [`ImageSet`]: the
+//!   cluster partitions of [`crate::images::clusters`] take it, e.g. rotated
+//!   MNIST (IFCA, Ghosh et al., Section VI-B) or inverted MNIST (SR-FCA).)
+//! - [`anchored`]: an anchor client per cluster and many tiny clients.
+//! - [`kinds`]: `kind = "mnist"` and `kind = "mnist-anchored"`.
 //!
 //! Nothing is downloaded: the files come from a directory the user gives.
 
@@ -19,19 +18,15 @@ use fedcluster_core::ImageShape;
 use crate::error::{DataError, Result};
 
 pub mod anchored;
-pub mod clients;
 pub mod idx;
 pub mod kinds;
-pub mod partition;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 use crate::images::ImageSet;
 pub use crate::images::{Transform, downsample2x2};
 pub use anchored::{MnistAnchoredSpec, mnist_anchored};
-pub use clients::MnistClustersData;
-pub use partition::{MnistClustersSpec, mnist_cluster_clients, mnist_clusters};
 
 /// Name of the training images file (without `.gz`).
 pub const TRAIN_IMAGES_FILE: &str = "train-images-idx3-ubyte";

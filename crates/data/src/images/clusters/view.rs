@@ -1,34 +1,40 @@
-//! An MNIST cluster partition whose training clients are views: each is a
-//! cluster (its transform) and indices into the one training image array,
-//! its images transformed when the client is asked for, into the caller's
-//! buffer. The images are held once, not once per transform; the same
-//! pixels as [`super::mnist_clusters`] (tested).
+//! A clustered image partition whose training clients are views: each is a
+//! cluster (its transform and labelling) and indices into the one training
+//! image array, its images transformed when the client is asked for, into
+//! the caller's buffer. The images are held once, not once per transform; the
+//! same samples as [`super::image_clusters`] (tested).
 
 use fedcluster_core::{Batch, ClientId, ShardBuf, Shards};
 
-use super::partition::{MnistClustersSpec, Parts};
+use super::ImageClustersSpec;
+use super::layout::{Parts, look};
 use crate::dataset::{ClientData, FederatedData, GroundTruth, Task};
 use crate::error::Result;
 use crate::images::ImageSet;
 use crate::view::{DataView, StoredClients};
 
-/// [`super::mnist_clusters`]'s data set, its training clients produced on
+/// [`super::image_clusters`]'s data set, its training clients produced on
 /// demand.
-pub struct MnistClustersData {
+pub struct ImageClustersData {
     name: String,
-    mnist: ImageSet,
-    spec: MnistClustersSpec,
+    images: ImageSet,
+    spec: ImageClustersSpec,
     parts: Parts,
 }
 
-impl MnistClustersData {
-    /// The partition of `mnist` that `spec` and `seed` describe (validated as
-    /// [`super::mnist_clusters`] validates it).
-    pub fn new(mnist: ImageSet, spec: &MnistClustersSpec, seed: u64) -> Result<Self> {
-        let parts = Parts::new(&mnist, spec, seed)?;
+impl ImageClustersData {
+    /// The partition of `images` that `spec` and `seed` describe, named
+    /// `prefix-...` (validated as [`super::image_clusters`] validates it).
+    pub fn new(
+        images: ImageSet,
+        spec: &ImageClustersSpec,
+        seed: u64,
+        prefix: &str,
+    ) -> Result<Self> {
+        let parts = Parts::new(&images, spec, seed)?;
         Ok(Self {
-            name: spec.name(),
-            mnist,
+            name: spec.name(prefix),
+            images,
             spec: spec.clone(),
             parts,
         })
@@ -41,7 +47,7 @@ impl MnistClustersData {
             name: &self.name,
             dim,
             task: Task::Classification {
-                classes: self.mnist.classes,
+                classes: self.images.classes,
             },
             image: Some(self.parts.shape.image()),
             train: Box::new(TrainClients(self)),
@@ -53,18 +59,12 @@ impl MnistClustersData {
         }
     }
 
-    /// The same partition under another name (for reports).
-    pub fn with_name(mut self, name: String) -> Self {
-        self.name = name;
-        self
-    }
-
     /// The ground truth.
     pub fn truth(&self) -> &GroundTruth {
         &self.parts.truth
     }
 
-    /// Every client stored: [`super::mnist_clusters`]'s result.
+    /// Every client stored: [`super::image_clusters`]'s result.
     pub fn materialize(self) -> FederatedData {
         let mut buf = ShardBuf::default();
         let clients = TrainClients(&self);
@@ -75,7 +75,7 @@ impl MnistClustersData {
             name: self.name,
             dim: self.parts.shape.dim(),
             task: Task::Classification {
-                classes: self.mnist.classes,
+                classes: self.images.classes,
             },
             image: Some(self.parts.shape.image()),
             train,
@@ -85,31 +85,38 @@ impl MnistClustersData {
     }
 }
 
-/// The training clients of a [`MnistClustersData`].
-struct TrainClients<'a>(&'a MnistClustersData);
+/// The training clients of an [`ImageClustersData`].
+struct TrainClients<'a>(&'a ImageClustersData);
 
 impl Shards for TrainClients<'_> {
     fn num_clients(&self) -> usize {
         self.0.spec.clients
     }
 
-    fn samples(&self, _client: ClientId) -> usize {
-        self.0.spec.points_per_client
+    fn samples(&self, client: ClientId) -> usize {
+        self.0.parts.layout.client(client).1.len()
     }
 
     fn batch<'s>(&'s self, client: ClientId, buf: &'s mut ShardBuf) -> Batch<'s> {
         let d = self.0;
-        let (shape, n) = (&d.parts.shape, d.spec.points_per_client);
-        let (j, indices) = d.parts.client(client, n);
+        let shape = &d.parts.shape;
+        let (j, indices) = d.parts.layout.client(client);
         let images = (
-            d.mnist.train_images.as_slice(),
-            d.mnist.train_labels.as_slice(),
+            d.images.train_images.as_slice(),
+            d.images.train_labels.as_slice(),
         );
-        let (x, y, scratch) = buf.class_parts(n, shape.dim(), shape.scratch_len());
+        let (x, y, scratch) = buf.class_parts(indices.len(), shape.dim(), shape.scratch_len());
         let indices = indices.iter().map(|&v| v as usize);
         // The shapes and transforms were checked when the partition was
         // drawn, so filling cannot fail here.
-        let filled = shape.fill(images, indices, d.spec.transforms[j], scratch, x, y);
+        let filled = shape.fill(
+            images,
+            indices,
+            look(&d.parts.layout, &d.spec, j),
+            scratch,
+            x,
+            y,
+        );
         debug_assert!(filled.is_ok(), "{filled:?}");
         buf.class_batch(shape.dim())
     }

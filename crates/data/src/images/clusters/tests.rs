@@ -1,9 +1,12 @@
-//! Tests of the clustered MNIST partitions, on a tiny hand-made data set and on
-//! the real MNIST.
+//! Tests of the clustered image partitions, on a tiny hand-made data set and
+//! on the real MNIST.
 
+use fedcluster_core::{Purpose, stream};
 use rand::seq::SliceRandom;
 
 use super::*;
+use crate::dataset::{ClientData, TargetsOwned};
+use crate::images::downsample2x2;
 use crate::mnist::tests::real_mnist;
 
 /// The four rotations, one cluster each.
@@ -41,14 +44,16 @@ fn spec(
     clients: usize,
     n: usize,
     test_clients: usize,
-) -> MnistClustersSpec {
-    MnistClustersSpec {
+) -> ImageClustersSpec {
+    ImageClustersSpec {
         transforms: transforms.to_vec(),
         clients,
         points_per_client: n,
         test_clients,
         downsample: false,
         disjoint: false,
+        permute_labels: false,
+        skew: None,
         data_dir: None,
     }
 }
@@ -77,7 +82,7 @@ fn expected(m: &ImageSet, images: &[f32], i: usize, t: Transform, down: bool) ->
 }
 
 /// Checks every sample of `data` against the definition of the partition.
-fn check_contents(m: &ImageSet, s: &MnistClustersSpec, seed: u64, data: &FederatedData) {
+fn check_contents(m: &ImageSet, s: &ImageClustersSpec, seed: u64, data: &FederatedData) {
     let k = s.transforms.len();
     let n = s.points_per_client;
     let (per, test_per) = (s.clients / k, s.test_clients / k);
@@ -130,19 +135,19 @@ fn tiny_partition_follows_the_definition() {
         (spec(&all, 8, 3, 4), 16),
         (spec(&[Transform::Identity, Transform::Invert], 4, 6, 2), 16),
         (
-            MnistClustersSpec {
+            ImageClustersSpec {
                 downsample: true,
                 ..spec(&all[..2], 2, 6, 2)
             },
             4,
         ),
     ] {
-        let data = mnist_clusters(&m, &s, 3).unwrap();
+        let data = image_clusters(&m, &s, 3, "mnist").unwrap();
         assert_eq!(data.dim, dim);
         check_contents(&m, &s, 3, &data);
     }
     let s = spec(&[Transform::Identity, Transform::Invert], 4, 3, 0);
-    let data = mnist_clusters(&m, &s, 3).unwrap();
+    let data = image_clusters(&m, &s, 3, "mnist").unwrap();
     assert_eq!(data.name, "mnist-identity-invert");
     assert_eq!(data.truth.train_labels, [0, 0, 1, 1]);
     assert!(data.test.is_empty() && data.truth.test_labels.is_empty());
@@ -154,13 +159,13 @@ fn some_clients_alone_are_the_partitions_clients() {
     let m = tiny(12, 6);
     let all = ROTATIONS;
     let s = spec(&all, 8, 3, 4);
-    let data = mnist_clusters(&m, &s, 3).unwrap();
+    let data = image_clusters(&m, &s, 3, "mnist").unwrap();
     let ids = [7, 0, 5, 2];
-    let alone = mnist_cluster_clients(&m, &s, 3, &ids).unwrap();
+    let alone = image_cluster_clients(&m, &s, 3, &ids).unwrap();
     for (client, &id) in alone.iter().zip(&ids) {
         assert_eq!(*client, data.train[id], "client {id}");
     }
-    let e = mnist_cluster_clients(&m, &s, 3, &[8])
+    let e = image_cluster_clients(&m, &s, 3, &[8])
         .unwrap_err()
         .to_string();
     assert!(e.contains("client 8"), "{e}");
@@ -168,10 +173,10 @@ fn some_clients_alone_are_the_partitions_clients() {
 
 /// The partition's training clients produced on demand are its stored
 /// clients, bit for bit, and so is the whole materialised data set.
-fn view_matches_stored(m: &ImageSet, s: &MnistClustersSpec, seed: u64) {
+fn view_matches_stored(m: &ImageSet, s: &ImageClustersSpec, seed: u64) {
     use fedcluster_core::ShardBuf;
-    let stored = mnist_clusters(m, s, seed).unwrap();
-    let data = crate::mnist::MnistClustersData::new(m.clone(), s, seed).unwrap();
+    let stored = image_clusters(m, s, seed, "mnist").unwrap();
+    let data = super::ImageClustersData::new(m.clone(), s, seed, "mnist").unwrap();
     {
         let view = data.view();
         assert_eq!(view.dim, stored.dim);
@@ -191,7 +196,7 @@ fn view_matches_stored(m: &ImageSet, s: &MnistClustersSpec, seed: u64) {
 fn clients_produced_on_demand_are_the_stored_ones() {
     let m = tiny(12, 6);
     view_matches_stored(&m, &spec(&ROTATIONS, 8, 3, 4), 3);
-    let down = MnistClustersSpec {
+    let down = ImageClustersSpec {
         downsample: true,
         ..spec(&[Transform::Identity, Transform::Invert], 2, 6, 2)
     };
@@ -201,33 +206,37 @@ fn clients_produced_on_demand_are_the_stored_ones() {
 #[test]
 fn disjoint_clients_hold_every_image_once() {
     let m = tiny(24, 6);
-    let s = MnistClustersSpec {
+    let s = ImageClustersSpec {
         disjoint: true,
         ..spec(&ROTATIONS, 8, 3, 4)
     };
-    let data = mnist_clusters(&m, &s, 3).unwrap();
+    let data = image_clusters(&m, &s, 3, "mnist").unwrap();
     check_contents(&m, &s, 3, &data);
     // 8 clients of 3 of the 24 images: each image exactly once. The tiny
     // images' pixels all differ, so an image is known by its first pixel
     // (of the identity cluster: the others are transformed, so compare the
     // partition's indices).
-    let parts = Parts::new(&m, &s, 3).unwrap();
-    let mut seen: Vec<u32> = (0..8).flat_map(|i| parts.client(i, 3).1.to_vec()).collect();
+    let parts = layout::Parts::new(&m, &s, 3).unwrap();
+    let mut seen: Vec<u32> = (0..8)
+        .flat_map(|i| parts.layout.client(i).1.to_vec())
+        .collect();
     seen.sort_unstable();
     assert_eq!(seen, (0..24).collect::<Vec<u32>>());
     view_matches_stored(&m, &s, 3);
-    let alone = mnist_cluster_clients(&m, &s, 3, &[6, 1]).unwrap();
+    let alone = image_cluster_clients(&m, &s, 3, &[6, 1]).unwrap();
     assert_eq!((&alone[0], &alone[1]), (&data.train[6], &data.train[1]));
     // Without `disjoint` the same sizes reuse images across clusters.
-    let shared = Parts::new(&m, &spec(&ROTATIONS, 8, 3, 4), 3).unwrap();
+    let shared = layout::Parts::new(&m, &spec(&ROTATIONS, 8, 3, 4), 3).unwrap();
     let mut all: Vec<u32> = (0..8)
-        .flat_map(|i| shared.client(i, 3).1.to_vec())
+        .flat_map(|i| shared.layout.client(i).1.to_vec())
         .collect();
     all.sort_unstable();
     all.dedup();
     assert!(all.len() < 24);
     // More disjoint images than there are: the field is named.
-    let e = mnist_clusters(&tiny(23, 6), &s, 3).unwrap_err().to_string();
+    let e = image_clusters(&tiny(23, 6), &s, 3, "mnist")
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("clients") && e.contains("disjoint"), "{e}");
 }
 
@@ -235,9 +244,9 @@ fn disjoint_clients_hold_every_image_once() {
 fn partitions_depend_on_the_seed_only() {
     let m = tiny(40, 10);
     let s = spec(&[Transform::Identity, Transform::Identity], 2, 10, 2);
-    let a = mnist_clusters(&m, &s, 11).unwrap();
-    assert_eq!(a, mnist_clusters(&m, &s, 11).unwrap());
-    assert_ne!(a.train, mnist_clusters(&m, &s, 12).unwrap().train);
+    let a = image_clusters(&m, &s, 11, "mnist").unwrap();
+    assert_eq!(a, image_clusters(&m, &s, 11, "mnist").unwrap());
+    assert_ne!(a.train, image_clusters(&m, &s, 12, "mnist").unwrap().train);
     // The same transform twice: only the independent permutations differ.
     assert_ne!(a.train[0], a.train[1]);
     assert_eq!(a.test[0], a.test[1]);
@@ -246,7 +255,12 @@ fn partitions_depend_on_the_seed_only() {
 #[test]
 fn bad_specs_name_the_field() {
     let rot = [Transform::Identity, Transform::Rotate90];
-    let field = |s: MnistClustersSpec| s.validate().unwrap_err().field().to_string();
+    let field = |s: ImageClustersSpec| {
+        s.check_sizes(60_000, 10_000)
+            .unwrap_err()
+            .field()
+            .to_string()
+    };
     assert_eq!(field(spec(&[], 4, 10, 0)), "transforms");
     assert_eq!(field(spec(&rot, 0, 10, 0)), "clients");
     assert_eq!(field(spec(&rot, 3, 10, 0)), "clients");
@@ -258,14 +272,17 @@ fn bad_specs_name_the_field() {
     // IFCA's rotated MNIST (m n = 240,000, m_test n = 40,000) and SR-FCA's
     // inverted MNIST fit exactly; one more client does not.
     let all = ROTATIONS;
-    assert_eq!(spec(&all, 2400, 100, 400).validate(), Ok(()));
+    assert_eq!(
+        spec(&all, 2400, 100, 400).check_sizes(60_000, 10_000),
+        Ok(())
+    );
     assert_eq!(field(spec(&all, 2404, 100, 400)), "clients");
     assert_eq!(field(spec(&all, 2400, 100, 404)), "test_clients");
     let inv = [Transform::Identity, Transform::Invert];
-    assert_eq!(spec(&inv, 100, 600, 0).validate(), Ok(()));
+    assert_eq!(spec(&inv, 100, 600, 0).check_sizes(60_000, 10_000), Ok(()));
     // Against the data given: the tiny set has 12 training images.
     let m = tiny(12, 6);
-    let err = mnist_clusters(&m, &spec(&rot, 4, 7, 0), 0).unwrap_err();
+    let err = image_clusters(&m, &spec(&rot, 4, 7, 0), 0, "mnist").unwrap_err();
     assert_eq!(err.field(), "clients");
     assert!(err.to_string().contains("12 training images"), "{err}");
 }
@@ -275,38 +292,38 @@ fn bad_images_are_reported() {
     let rot = spec(&[Transform::Identity, Transform::Rotate90], 2, 2, 0);
     let mut m = tiny(4, 2);
     (m.shape.height, m.shape.width) = (2, 8);
-    let err = mnist_clusters(&m, &rot, 0).unwrap_err();
+    let err = image_clusters(&m, &rot, 0, "mnist").unwrap_err();
     assert_eq!(err.field(), "transforms[1]");
     let inv = spec(&[Transform::Invert], 1, 2, 0);
-    assert!(mnist_clusters(&m, &inv, 0).is_ok());
+    assert!(image_clusters(&m, &inv, 0, "mnist").is_ok());
 
     let mut m = tiny(4, 2);
     m.train_images.pop();
     assert_eq!(
-        mnist_clusters(&m, &inv, 0).unwrap_err().field(),
-        "mnist.train_images"
+        image_clusters(&m, &inv, 0, "mnist").unwrap_err().field(),
+        "images.train_images"
     );
     let mut m = tiny(4, 2);
     m.test_labels[1] = 10;
     assert_eq!(
-        mnist_clusters(&m, &inv, 0).unwrap_err().field(),
-        "mnist.test_labels[1]"
+        image_clusters(&m, &inv, 0, "mnist").unwrap_err().field(),
+        "images.test_labels[1]"
     );
     let mut m = tiny(4, 2);
     (m.shape.height, m.shape.width) = (1, 16);
-    let down = MnistClustersSpec {
+    let down = ImageClustersSpec {
         downsample: true,
         ..inv
     };
     assert_eq!(
-        mnist_clusters(&m, &down, 0).unwrap_err().field(),
+        image_clusters(&m, &down, 0, "mnist").unwrap_err().field(),
         "downsample"
     );
 }
 
 #[test]
 fn specs_read_from_toml() {
-    let s: MnistClustersSpec = toml::from_str(
+    let s: ImageClustersSpec = toml::from_str(
         "transforms = [\"identity\", \"invert\"]\n\
          clients = 100\npoints_per_client = 600\ntest_clients = 10\n\
          data_dir = \"../shared/data/mnist\"\n",
@@ -318,12 +335,12 @@ fn specs_read_from_toml() {
         s.data_dir.as_deref(),
         Some(std::path::Path::new("../shared/data/mnist"))
     );
-    assert_eq!(s.validate(), Ok(()));
+    assert_eq!(s.check_sizes(60_000, 10_000), Ok(()));
     let bad = "transforms = [\"identity\"]\nclients = 1\npoints_per_client = 1\n\
                test_clients = 0\nclusters = 2\n";
-    assert!(toml::from_str::<MnistClustersSpec>(bad).is_err());
+    assert!(toml::from_str::<ImageClustersSpec>(bad).is_err());
     let bad = "transforms = [\"rotate45\"]\nclients = 1\npoints_per_client = 1\ntest_clients = 0\n";
-    assert!(toml::from_str::<MnistClustersSpec>(bad).is_err());
+    assert!(toml::from_str::<ImageClustersSpec>(bad).is_err());
 }
 
 #[test]
@@ -333,13 +350,13 @@ fn rotated_real_mnist() {
     };
     let all = ROTATIONS;
     let s = spec(&all, 8, 10, 4);
-    let data = mnist_clusters(m, &s, 5).unwrap();
+    let data = image_clusters(m, &s, 5, "mnist").unwrap();
     assert_eq!(data.dim, 784);
     assert_eq!(data.name, "mnist-identity-rotate90-rotate180-rotate270");
     assert_eq!(data.truth.train_labels, [0, 0, 1, 1, 2, 2, 3, 3]);
     assert_eq!(data.truth.test_labels, [0, 1, 2, 3]);
     check_contents(m, &s, 5, &data);
-    assert_eq!(data, mnist_clusters(m, &s, 5).unwrap());
+    assert_eq!(data, image_clusters(m, &s, 5, "mnist").unwrap());
     view_matches_stored(m, &s, 5);
     view_matches_stored(m, &spec(&all, 2400, 25, 400), 1);
     // Independent permutations per cluster.
@@ -357,12 +374,153 @@ fn rotated_real_mnist() {
         TargetsOwned::Class(m.test_labels[..10].to_vec())
     );
 
-    let inv = MnistClustersSpec {
+    let inv = ImageClustersSpec {
         downsample: true,
         ..spec(&[Transform::Identity, Transform::Invert], 4, 5, 2)
     };
-    let data = mnist_clusters(m, &inv, 1).unwrap();
+    let data = image_clusters(m, &inv, 1, "mnist").unwrap();
     assert_eq!(data.dim, 196);
     assert_eq!(data.name, "mnist-identity-invert-14x14");
     check_contents(m, &inv, 1, &data);
+}
+
+/// Concept shift: cluster 0 keeps the true labels, every other cluster
+/// relabels its training and test images by one permutation of its own.
+#[test]
+fn permuted_labels_relabel_each_cluster_but_the_first() {
+    let m = tiny(40, 20);
+    let s = ImageClustersSpec {
+        permute_labels: true,
+        ..spec(&[Transform::Identity; 3], 6, 10, 3)
+    };
+    let plain = image_clusters(&m, &spec(&[Transform::Identity; 3], 6, 10, 3), 4, "mnist").unwrap();
+    let data = image_clusters(&m, &s, 4, "mnist").unwrap();
+    assert_eq!(
+        data.name,
+        "mnist-identity-identity-identity-permuted-labels"
+    );
+    let classes = |c: &ClientData| match &c.y {
+        TargetsOwned::Class(y) => y.clone(),
+        other => panic!("{other:?}"),
+    };
+    let mut maps = Vec::new();
+    for j in 0..3 {
+        // The same images as without the shift, relabelled by one map.
+        let mut map = vec![None; 10];
+        for (shifted, true_labels) in [
+            (
+                &data.train[2 * j..2 * j + 2],
+                &plain.train[2 * j..2 * j + 2],
+            ),
+            (&data.test[j..j + 1], &plain.test[j..j + 1]),
+        ] {
+            for (a, b) in shifted.iter().zip(true_labels) {
+                assert_eq!(a.x, b.x);
+                for (new, old) in classes(a).into_iter().zip(classes(b)) {
+                    assert_eq!(*map[old as usize].get_or_insert(new), new, "cluster {j}");
+                }
+            }
+        }
+        let map: Vec<u32> = map.into_iter().map(|v| v.unwrap()).collect();
+        let mut sorted = map.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, (0..10).collect::<Vec<u32>>(), "a permutation");
+        maps.push(map);
+    }
+    assert_eq!(maps[0], (0..10).collect::<Vec<u32>>());
+    assert_ne!(maps[1], maps[0]);
+    assert_ne!(maps[1], maps[2]);
+    view_matches_stored(&m, &s, 4);
+    let alone = image_cluster_clients(&m, &s, 4, &[5, 0]).unwrap();
+    assert_eq!((&alone[0], &alone[1]), (&data.train[5], &data.train[0]));
+}
+
+/// A skew deals each cluster's images to its clients: the sizes and labels
+/// follow the deal, the transforms the cluster, and the clients produced on
+/// demand or alone are the stored ones.
+#[test]
+fn skews_combine_with_clusters() {
+    let m = tiny(400, 20);
+    for skew in [
+        LabelSkew::Dirichlet { alpha: 0.3 },
+        LabelSkew::Classes { per_client: 2 },
+        LabelSkew::Quantity { alpha: 0.5 },
+    ] {
+        for disjoint in [false, true] {
+            let s = ImageClustersSpec {
+                skew: Some(skew.clone()),
+                disjoint,
+                ..spec(&[Transform::Identity, Transform::Rotate90], 8, 20, 2)
+            };
+            let data = image_clusters(&m, &s, 6, "mnist").unwrap();
+            assert!(data.name.ends_with(&skew.name()), "{}", data.name);
+            assert_eq!(data.validate(), Ok(()));
+            let per_cluster: Vec<usize> = (0..2)
+                .map(|j| data.train[4 * j..4 * j + 4].iter().map(|c| c.len()).sum())
+                .collect();
+            assert_eq!(per_cluster, [80, 80], "{skew:?}");
+            if !matches!(skew, LabelSkew::Quantity { .. }) {
+                assert!(data.train.iter().all(|c| c.len() == 20), "{skew:?}");
+            }
+            if let LabelSkew::Classes { .. } = skew {
+                // Shards of the label-sorted cluster: fewer classes per
+                // client than equal chunks of its permutation.
+                let plain = ImageClustersSpec {
+                    skew: None,
+                    ..s.clone()
+                };
+                let plain = image_clusters(&m, &plain, 6, "mnist").unwrap();
+                assert!(mean_classes(&data) < mean_classes(&plain) - 2.0);
+            }
+            view_matches_stored(&m, &s, 6);
+            let alone = image_cluster_clients(&m, &s, 6, &[7, 2]).unwrap();
+            assert_eq!((&alone[0], &alone[1]), (&data.train[7], &data.train[2]));
+            if disjoint {
+                let parts = layout::Parts::new(&m, &s, 6).unwrap();
+                let mut seen: Vec<u32> = (0..8)
+                    .flat_map(|i| parts.layout.client(i).1.to_vec())
+                    .collect();
+                seen.sort_unstable();
+                seen.dedup();
+                assert_eq!(seen.len(), 160, "{skew:?}: disjoint clients share an image");
+            }
+        }
+    }
+    let bad = ImageClustersSpec {
+        skew: Some(LabelSkew::Classes { per_client: 3 }),
+        ..spec(&[Transform::Identity], 2, 20, 0)
+    };
+    assert_eq!(
+        bad.check_sizes(400, 20).unwrap_err().field(),
+        "skew.per_client"
+    );
+}
+
+/// The mean number of classes a training client holds.
+fn mean_classes(data: &FederatedData) -> f64 {
+    let count = |c: &ClientData| {
+        let TargetsOwned::Class(y) = &c.y else {
+            panic!("{:?}", c.y)
+        };
+        let mut y = y.clone();
+        y.sort_unstable();
+        y.dedup();
+        y.len() as f64
+    };
+    data.train.iter().map(count).sum::<f64>() / data.train.len() as f64
+}
+
+/// Any angle: the partition keeps the image shape, also of images that are
+/// not square, which quarter turns refuse.
+#[test]
+fn any_angle_rotations_partition_any_image() {
+    let mut m = tiny(8, 4);
+    (m.shape.height, m.shape.width) = (2, 8);
+    let s = spec(&[Transform::Identity, Transform::Rotate(30.0)], 2, 4, 2);
+    let data = image_clusters(&m, &s, 1, "mnist").unwrap();
+    assert_eq!(data.name, "mnist-identity-rotate30");
+    assert_eq!(data.dim, 16);
+    check_contents(&m, &s, 1, &data);
+    let nan = spec(&[Transform::Rotate(f32::NAN)], 1, 4, 0);
+    assert_eq!(nan.check_sizes(8, 4).unwrap_err().field(), "transforms[0]");
 }
