@@ -25,6 +25,10 @@ enum Ranges {
     Honour,
     /// Answers `200` with the whole file.
     Ignore,
+    /// Honours ranges, but answers a request without one with half the
+    /// file, then holds the connection open (a download that hangs, to be
+    /// killed).
+    StallHalfWay,
 }
 
 /// One request the server saw: its path and its `Range` header.
@@ -42,8 +46,10 @@ fn serve(files: HashMap<String, Vec<u8>>, ranges: Ranges) -> (String, Arc<Mutex<
     let seen = Arc::new(Mutex::new(Vec::new()));
     let log = Arc::clone(&seen);
     std::thread::spawn(move || {
+        let files = Arc::new(files);
         for stream in listener.incoming().flatten() {
-            answer(stream, &files, ranges, &log);
+            let (files, log) = (Arc::clone(&files), Arc::clone(&log));
+            std::thread::spawn(move || answer(stream, &files, ranges, &log));
         }
     });
     (base, seen)
@@ -87,7 +93,18 @@ fn answer(
         .and_then(|n| n.parse::<usize>().ok());
     let (head, bytes): (String, &[u8]) = match (body, from) {
         (None, _) => ("404 Not Found".into(), b"no such file"),
-        (Some(body), Some(from)) if ranges == Ranges::Honour && from < body.len() => (
+        (Some(body), None) if ranges == Ranges::StallHalfWay => {
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = stream.write_all(&body[..body.len() / 2]);
+            let _ = stream.flush();
+            std::thread::sleep(std::time::Duration::from_secs(60));
+            return;
+        }
+        (Some(body), Some(from)) if ranges != Ranges::Ignore && from < body.len() => (
             format!(
                 "206 Partial Content\r\nContent-Range: bytes {from}-{}/{}",
                 body.len() - 1,
@@ -95,7 +112,7 @@ fn answer(
             ),
             &body[from..],
         ),
-        (Some(body), Some(_)) if ranges == Ranges::Honour => (
+        (Some(body), Some(_)) if ranges != Ranges::Ignore => (
             format!(
                 "416 Range Not Satisfiable\r\nContent-Range: bytes */{}",
                 body.len()
@@ -235,6 +252,61 @@ fn a_download_killed_half_way_resumes_with_a_range_request() {
         "{}",
         stderr(&out)
     );
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+/// The real thing: a `fetch` whose server hangs half way is killed (SIGKILL),
+/// and the next `fetch` resumes from what reached the disk.
+#[test]
+fn a_fetch_killed_during_its_download_resumes_where_it_stopped() {
+    let root = common::scratch("fetch-kill");
+    let bytes = archive();
+    let (file, part) = paths(&root);
+    let (base, seen) = serve(
+        HashMap::from([(FILE.into(), bytes.clone())]),
+        Ranges::StallHalfWay,
+    );
+    let expect = format!("{FILE}={}", md5_hex(&bytes));
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_fedcluster"))
+        .args([
+            "data",
+            "fetch",
+            "cifar10",
+            "--mirror",
+            &base,
+            "--expect-md5",
+            &expect,
+        ])
+        .args(["--data-root", root.to_str().unwrap()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait for most of the half the server sent to reach the `.part`.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let size = |p: &Path| std::fs::metadata(p).map_or(0, |m| m.len() as usize);
+    while size(&part) < bytes.len() / 4 {
+        assert!(std::time::Instant::now() < deadline, "no .part after 30 s");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let kept = size(&part);
+    assert!(
+        kept <= bytes.len() / 2 && !file.exists(),
+        "{kept} bytes kept"
+    );
+    assert_eq!(
+        std::fs::read(&part).unwrap(),
+        bytes[..kept],
+        "the .part is a prefix"
+    );
+    succeeded(&fetch(&base, &root, &md5_hex(&bytes), &[]));
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    assert_eq!(seen[1].range.as_deref(), Some(&*format!("bytes={kept}-")));
+    assert_eq!(std::fs::read(&file).unwrap(), bytes);
+    assert!(!part.exists());
     let _ = std::fs::remove_dir_all(&root);
 }
 
