@@ -6,9 +6,9 @@ regression 196 -> 10 from the global model, and the server takes the
 sample-weighted mean. All 100 clients train at once with batched matrix
 products (torch.bmm), one thread, CPU. Prints the median of the timed rounds.
 
-    python scripts/small_clients_torch.py ../shared/data/mnist [rounds]
+    python scripts/small_clients_torch.py data/mnist [rounds]
 
-Not part of the test suite (it needs torch and numpy); see the README.
+Not part of the test suite (it needs torch and numpy); see docs/performance.md.
 """
 
 import gzip

@@ -25,11 +25,11 @@ mean. Global (`src/clustering/fedavg.py`, `configs/clustering/fedavg/
 inv_mnist/best_hp.yaml`): the same rounds over all 100 clients in one model.
 Every client is scored on its own 100 test images, as the code does.
 
-    python scripts/srfca_inverted_scale_torch.py ../shared/data/mnist [seeds [method ...]]
+    python scripts/srfca_inverted_scale_torch.py data/mnist [seeds [method ...]]
 
 with methods among `local`, `ifca` and `global` (all three by default).
 
-Not part of the test suite (it needs torch and numpy); see the README.
+Not part of the test suite (it needs torch and numpy); see docs/reproductions.md.
 """
 
 import statistics

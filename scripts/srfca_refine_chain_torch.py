@@ -21,9 +21,9 @@ its members' own 100 test images, as the public code's Table 4 does; then the
 Global baseline both ways (`fedavg/rot_mnist/best_hp.yaml`: 50 rounds of 10
 of the 100 clients, Adam at 7.4e-4, the plain mean).
 
-    python scripts/srfca_refine_chain_torch.py ../shared/data/mnist [seeds]
+    python scripts/srfca_refine_chain_torch.py data/mnist [seeds]
 
-Not part of the test suite (it needs torch and numpy); see the README.
+Not part of the test suite (it needs torch and numpy); see docs/reproductions.md.
 """
 
 import functools

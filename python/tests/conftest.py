@@ -1,5 +1,8 @@
 """Shared fixtures of the package's tests: the repository's configs and small
-configs built as dicts."""
+configs built as dicts; and the skip log: every skipped test (``pytest.skip``
+or a ``skipif`` mark, listed by ``pytest -rs``) is also appended to
+``<target dir>/fedcluster-skipped-tests.txt``, the log the Rust tests write
+and ``scripts/test`` sums up at the end."""
 
 from __future__ import annotations
 
@@ -16,6 +19,42 @@ os.environ["FLWR_TELEMETRY_ENABLED"] = "0"
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(Path(__file__).parent))
+
+
+def skip_log() -> Path:
+    """``$CARGO_TARGET_DIR`` (relative to the repository when relative), else
+    the repository's ``target/``, then ``fedcluster-skipped-tests.txt``: where
+    the Rust tests log theirs (``fedcluster_testkit::skip_log``)."""
+    return REPO / (os.environ.get("CARGO_TARGET_DIR") or "target") / "fedcluster-skipped-tests.txt"
+
+
+_ROOT = [REPO]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    _ROOT[0] = config.rootpath  # what test ids are relative to
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Appends ``python/tests/...::test: reason`` to the skip log for each
+    skipped test (an expected failure is not a skip)."""
+    if not report.skipped or hasattr(report, "wasxfail"):
+        return
+    file, _, name = report.nodeid.partition("::")
+    try:
+        test = f"{(_ROOT[0] / file).resolve().relative_to(REPO)}::{name}"
+    except ValueError:
+        test = report.nodeid
+    longrepr = report.longrepr
+    reason = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+    reason = reason.removeprefix("Skipped: ").replace("\n", " ")
+    log = skip_log()
+    try:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with log.open("a", encoding="utf-8") as f:
+            f.write(f"{test}: {reason}\n")
+    except OSError as e:
+        print(f"(cannot append to the skip log {log}: {e})", file=sys.stderr)
 
 
 @pytest.fixture

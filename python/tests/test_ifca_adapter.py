@@ -6,7 +6,6 @@ adapter's test runs wherever torch is installed."""
 from __future__ import annotations
 
 import importlib.util
-import sys
 
 import numpy as np
 import pytest
@@ -106,8 +105,6 @@ def test_the_messages_refuse_wrong_inputs():
 
 
 torch_missing = importlib.util.find_spec("torch") is None
-if torch_missing:
-    print("SKIPPED test_the_torch_adapter_chooses_as_the_rust_client: torch is not installed", file=sys.stderr)
 
 
 @pytest.mark.skipif(torch_missing, reason="torch is not installed (pip install 'fedcluster[torch]')")

@@ -54,7 +54,7 @@ def test_out_writes_the_cli_run_directory(tmp_path, synthetic, repo):
     assert {"config.toml", "metrics.csv", "summary.json", "models.safetensors"} <= set(files)
     binary = repo / "target" / "release" / "fedcluster"
     if not binary.exists():
-        pytest.skip(f"SKIPPED: no {binary} to compare with (cargo build --release)")
+        pytest.skip(f"no {binary} to compare with (cargo build --release)")
     subprocess.run(
         [binary, "run", synthetic, "--set", "rounds=3", "--out", tmp_path / "cli", "--quiet"],
         check=True,

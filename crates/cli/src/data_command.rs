@@ -13,7 +13,10 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 
+use fedcluster_data::DataConfig;
 use fedcluster_data::leaf::{PlayStats, users_from_plays, write_leaf_dir};
+use fedcluster_data::table::DATA_ROOT_VAR;
+use fedcluster_run::config::data_root;
 
 use crate::fetch::{FetchArgs, fetch};
 use crate::table::render;
@@ -34,9 +37,10 @@ pub struct LeafShakespeareArgs {
     /// Directory to create: train/ and test/ JSON files and stats.md.
     #[arg(long)]
     pub out: PathBuf,
-    /// The Project Gutenberg plays (one .txt file per play).
-    #[arg(long, default_value = "../shared/data/shakespeare")]
-    pub plays: PathBuf,
+    /// The Project Gutenberg plays (one .txt file per play; default:
+    /// shakespeare/ in the data root, $FEDCLUSTER_DATA else `data`).
+    #[arg(long)]
+    pub plays: Option<PathBuf>,
     /// Fraction of each user's windows for training (LEAF's split).
     #[arg(long, default_value_t = 0.8)]
     pub train_fraction: f64,
@@ -62,12 +66,13 @@ fn leaf_shakespeare(args: &LeafShakespeareArgs) -> Result<()> {
         "--train-fraction {}: must be in (0, 1)",
         args.train_fraction
     );
-    eprintln!("reading the plays in {}", args.plays.display());
-    let (users, stats) = users_from_plays(&args.plays, args.train_fraction).with_context(|| {
+    let plays = plays_dir(args);
+    eprintln!("reading the plays in {}", plays.display());
+    let (users, stats) = users_from_plays(&plays, args.train_fraction).with_context(|| {
         format!(
-            "cannot build LEAF Shakespeare from {} (pass --plays DIR: the Project Gutenberg \
-             plays, one .txt file each)",
-            args.plays.display()
+            "cannot build LEAF Shakespeare from {} (pass --plays DIR, or set {DATA_ROOT_VAR} to \
+             a directory holding shakespeare/: the Project Gutenberg plays, one .txt file each)",
+            plays.display()
         )
     })?;
     let report = stats_report(&stats, args);
@@ -75,6 +80,15 @@ fn leaf_shakespeare(args: &LeafShakespeareArgs) -> Result<()> {
     write_leaf_dir(&args.out, "shakespeare", &users, &[("stats.md", &report)])?;
     print!("{report}");
     Ok(())
+}
+
+/// `--plays`, else shakespeare/ in the data root (where `fedcluster run`
+/// looks for the Shakespeare kind's files).
+fn plays_dir(args: &LeafShakespeareArgs) -> PathBuf {
+    args.plays.clone().unwrap_or_else(|| {
+        let files = DataConfig::files_of("shakespeare").expect("the table's Shakespeare kind");
+        files.resolve(None, &data_root())
+    })
 }
 
 /// `stats.md`: our counts beside LEAF's.
@@ -105,7 +119,7 @@ pub fn stats_report(stats: &PlayStats, args: &LeafShakespeareArgs) -> String {
     ];
     let mut out = format!(
         "# LEAF Shakespeare from {}\n\n{} plays read; skipped (no act heading): {}.\n\n",
-        args.plays.display(),
+        plays_dir(args).display(),
         stats.plays,
         if stats.skipped.is_empty() {
             "none".to_string()

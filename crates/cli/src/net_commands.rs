@@ -24,7 +24,9 @@ pub struct ServeArgs {
     /// Override a config value, e.g. --set rounds=20.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub overrides: Vec<String>,
-    /// Directory of the real data set's files (test data and ground truth).
+    /// Directory of the real data set's files (test data and ground truth;
+    /// overrides `data.data_dir`; without either: $FEDCLUSTER_DATA/<name>,
+    /// else data/<name>).
     #[arg(long)]
     pub data_dir: Option<PathBuf>,
     /// The coordinator's certificate chain (PEM).
@@ -78,7 +80,9 @@ pub struct JoinArgs {
     /// run's data set) or partition:A-B (clients A to B, a connection each).
     #[arg(long)]
     pub data: String,
-    /// Directory of the real data set's files on this machine.
+    /// Directory of the real data set's files on this machine (overrides
+    /// `data.data_dir`; without either: $FEDCLUSTER_DATA/<name>, else
+    /// data/<name>, on this machine).
     #[arg(long)]
     pub data_dir: Option<PathBuf>,
     /// CA certificate that signed the coordinator's (PEM).

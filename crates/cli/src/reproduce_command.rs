@@ -53,9 +53,10 @@ pub struct GridArgs {
 pub struct RealDataArgs {
     #[command(flatten)]
     pub grid: GridArgs,
-    /// Directory of the MNIST IDX files (e.g. ../shared/data/mnist).
+    /// Directory of the MNIST IDX files (default: mnist/ in the data root,
+    /// $FEDCLUSTER_DATA else `data`, as for `fedcluster run`).
     #[arg(long)]
-    pub data_dir: PathBuf,
+    pub data_dir: Option<PathBuf>,
 }
 
 /// The flags of the Shakespeare experiment.
@@ -63,11 +64,11 @@ pub struct RealDataArgs {
 pub struct ShakespeareArgs {
     #[command(flatten)]
     pub grid: GridArgs,
-    /// The Project Gutenberg plays (e.g. ../shared/data/shakespeare) or a LEAF
-    /// directory (train/ and test/ JSON files, LEAF's or `fedcluster data
-    /// leaf-shakespeare`'s).
+    /// The Project Gutenberg plays or a LEAF directory (train/ and test/ JSON
+    /// files, LEAF's or `fedcluster data leaf-shakespeare`'s) (default:
+    /// shakespeare/ in the data root, $FEDCLUSTER_DATA else `data`).
     #[arg(long)]
-    pub data_dir: PathBuf,
+    pub data_dir: Option<PathBuf>,
 }
 
 /// How the synthetic true parameters are scaled by R.
@@ -150,7 +151,7 @@ impl Reproduce {
             mixed_regression, mixed_regression_mnist, rotated_mnist, srfca_mnist, srfca_shakespeare,
         };
         let real = |a: RealDataArgs, build: fn(&Protocol) -> Experiment| {
-            let (protocol, options) = a.grid.split(Some(a.data_dir));
+            let (protocol, options) = a.grid.split(a.data_dir);
             (build(&protocol), options)
         };
         let (exp, mut options) = match self {
@@ -191,7 +192,7 @@ impl Reproduce {
             Reproduce::MixedRegressionMnist(a) => real(a, mixed_regression_mnist::experiment),
             Reproduce::SrfcaMnist(a) => real(a, srfca_mnist::experiment),
             Reproduce::SrfcaShakespeare(a) => {
-                let (protocol, options) = a.grid.split(Some(a.data_dir));
+                let (protocol, options) = a.grid.split(a.data_dir);
                 (srfca_shakespeare::experiment(&protocol), options)
             }
             Reproduce::MixedRegression(g) => {

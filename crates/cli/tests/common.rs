@@ -43,31 +43,18 @@ pub fn last(o: &Outcome) -> fedcluster_sim::record::RoundRecord {
     o.final_record().expect("at least one round").clone()
 }
 
-/// `../shared/data/mnist`, or `None` where it is absent (a clone outside the
-/// project's workspace), with a note on stderr naming `test` that shows even
-/// when `cargo test` captures the test's output.
+/// The real MNIST, `$FEDCLUSTER_DATA/mnist`, or `None` (the test `test`
+/// skipped, saying so; failing instead where `$FEDCLUSTER_REQUIRE_DATA`
+/// lists `mnist`): see [`fedcluster_testkit::real_data`].
 pub fn mnist_dir(test: &str) -> Option<std::path::PathBuf> {
     real_data_dir("mnist", "MNIST", test)
 }
 
-/// `../shared/data/{dir_name}` (a data set of the data-set table, named by
-/// its `Files::dir_name`), or `None` where it is absent, with a note on
-/// stderr naming `test` and `title` that shows even when `cargo test`
-/// captures the test's output.
+/// `$FEDCLUSTER_DATA/{dir_name}` (a data set of the data-set table, named by
+/// its `Files::dir_name`), or `None` with `test` skipped (see
+/// [`fedcluster_testkit::real_data`]).
 pub fn real_data_dir(dir_name: &str, title: &str, test: &str) -> Option<std::path::PathBuf> {
-    use std::io::Write as _;
-    let dir =
-        std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data"))
-            .join(dir_name);
-    if dir.is_dir() {
-        return Some(dir);
-    }
-    let _ = writeln!(
-        std::io::stderr(),
-        "SKIPPED {test}: no {title} at {} (see the README's Data section)",
-        dir.display()
-    );
-    None
+    fedcluster_testkit::real_data(dir_name, title, test)
 }
 
 /// Two small plays in Project Gutenberg's layout (title, then speaker lines
@@ -117,13 +104,22 @@ pub fn write_toy_plays(dir: &std::path::Path) {
     );
 }
 
-/// Runs the `fedcluster` binary with `args` in `dir`.
+/// Runs the `fedcluster` binary with `args` in `dir`, without
+/// `$FEDCLUSTER_DATA` (a data set is where the test says: `--data-dir`, the
+/// config, or `dir/data/<name>`).
 pub fn fedcluster(args: &[&str], dir: &std::path::Path) -> std::process::Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_fedcluster"))
+    command(args, dir).output().expect("the binary runs")
+}
+
+/// The `fedcluster` command with `args`, run in `dir` without
+/// `$FEDCLUSTER_DATA`.
+pub fn command(args: &[&str], dir: &std::path::Path) -> std::process::Command {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_fedcluster"));
+    command
         .args(args)
         .current_dir(dir)
-        .output()
-        .expect("the binary runs")
+        .env_remove(fedcluster_testkit::DATA_ROOT_VAR);
+    command
 }
 
 /// A new, empty scratch directory for the test `name` (of this process).

@@ -1,5 +1,5 @@
 //! Every file under `configs/` parses and runs one round on small data: a
-//! config that a reproduction or the README points at can never rot.
+//! config that a reproduction, the README or docs/ point at can never rot.
 
 mod common;
 
@@ -58,6 +58,13 @@ fn every_config_file_parses_and_runs_one_round_on_small_data() {
     let (mut ran, mut skipped) = (0, 0);
     for file in &files {
         let parsed = RunConfig::load(file, &[]).unwrap_or_else(|e| panic!("{e:#}"));
+        // Where the files are is the user's: --data-dir, $FEDCLUSTER_DATA or data/.
+        assert_eq!(
+            parsed.data.data_dir(),
+            None,
+            "{}: a shipped config names no data directory",
+            file.display()
+        );
         // The data-set table says which kinds read files: Shakespeare's are the
         // test's own plays, the others' the real ones (skipped without them).
         let mut overrides: Vec<String> = SMALL.iter().map(|s| s.to_string()).collect();
@@ -67,7 +74,8 @@ fn every_config_file_parses_and_runs_one_round_on_small_data() {
                 overrides.push(data_dir_override(plays.path()))
             }
             Some(files) => {
-                let why = format!("{test} ({} parses only)", file.display());
+                let name = file.strip_prefix(root).unwrap_or(file).display();
+                let why = format!("{test} (configs/{name} parses only)");
                 match common::real_data_dir(files.dir_name, files.title, &why) {
                     Some(dir) => overrides.push(data_dir_override(&dir)),
                     None => {

@@ -88,16 +88,17 @@ fn the_shipped_config_runs_on_idx_files_the_same_on_one_and_two_threads() {
 }
 
 #[test]
-fn without_its_directory_the_error_names_fashion_mnist_and_the_flag() {
+fn without_its_directory_the_error_names_fashion_mnist_the_flag_and_the_variable() {
     let dir = common::scratch("fashion-mnist-missing");
     let output = common::fedcluster(&["run", CONFIG, "-q", "--out", "x"], &dir);
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
-    assert!(
-        stderr.contains("field `data.data_dir`: Fashion-MNIST needs")
-            && stderr.contains("--data-dir"),
-        "{stderr}"
+    assert_eq!(
+        stderr.trim(),
+        "error: Fashion-MNIST: no data in data/fashion-mnist: set data.data_dir, pass \
+         --data-dir DIR, or set FEDCLUSTER_DATA to a directory holding fashion-mnist/; \
+         `fedcluster data fetch fashion-mnist` downloads it"
     );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -96,15 +96,17 @@ fn the_shipped_ifca_config_runs_on_leaf_files_the_same_on_one_and_two_threads() 
 }
 
 #[test]
-fn without_its_directory_the_error_names_femnist_and_the_flag() {
+fn without_its_directory_the_error_names_femnist_the_flag_and_the_variable() {
     let dir = common::scratch("femnist-missing");
     let output = common::fedcluster(&["run", CONFIG, "-q", "--out", "x"], &dir);
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
-    assert!(
-        stderr.contains("field `data.data_dir`: FEMNIST needs") && stderr.contains("--data-dir"),
-        "{stderr}"
+    assert_eq!(
+        stderr.trim(),
+        "error: FEMNIST: no data in data/femnist: set data.data_dir, pass --data-dir DIR, or \
+         set FEDCLUSTER_DATA to a directory holding femnist/; it must be LEAF's FEMNIST \
+         directory (its train/ and test/ JSON files)"
     );
     let _ = std::fs::remove_dir_all(&dir);
 }

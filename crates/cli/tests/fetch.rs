@@ -4,8 +4,9 @@
 //! `.part` is resumed with a range request (restarted when the server ignores
 //! the range, put in place when it already holds every byte), a mirror
 //! without the file passes to the next, files already there are checked and
-//! never overwritten without `--force`, a 404 names its URL, and an unknown
-//! name lists the known ones.
+//! never overwritten without `--force`, a 404 names its URL, an unknown
+//! name lists the known ones, and without `--data-root` the files land where
+//! `fedcluster run` looks ($FEDCLUSTER_DATA, else data/).
 
 mod common;
 
@@ -444,5 +445,44 @@ fn an_unknown_name_lists_the_known_ones() {
         assert!(err.contains(name), "{name} is not listed: {err}");
     }
     assert!(!root.join("data").exists());
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+/// Without `--data-root` the files land where `fedcluster run` looks when
+/// no directory is given: `$FEDCLUSTER_DATA/<name>/`, else `data/<name>/` in
+/// the working directory; and the output says that the run finds them there.
+#[test]
+fn without_a_data_root_the_files_land_where_a_run_looks() {
+    let root = common::scratch("fetch-default-root");
+    let bytes = archive();
+    let (base, _) = serve(
+        HashMap::from([(FILE.into(), bytes.clone())]),
+        Ranges::Honour,
+    );
+    let expect = format!("{FILE}={}", md5_hex(&bytes));
+    let args = [
+        "data",
+        "fetch",
+        "cifar10",
+        "--mirror",
+        &base,
+        "--expect-md5",
+        &expect,
+    ];
+    let variable = root.join("from-the-variable");
+    let out = common::command(&args, &root)
+        .env(fedcluster_testkit::DATA_ROOT_VAR, &variable)
+        .output()
+        .unwrap();
+    succeeded(&out);
+    assert_eq!(std::fs::read(paths(&variable).0).unwrap(), bytes);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("`fedcluster run` reads it from there"),
+        "{stdout}"
+    );
+    let out = common::fedcluster(&args, &root);
+    succeeded(&out);
+    assert_eq!(std::fs::read(paths(&root.join("data")).0).unwrap(), bytes);
     let _ = std::fs::remove_dir_all(&root);
 }

@@ -1,8 +1,8 @@
-//! MNIST end to end: the real IDX files in ../shared/data/mnist, a small rotated
-//! partition, IFCA with an MLP.
+//! MNIST end to end: the real IDX files in $FEDCLUSTER_DATA/mnist, a small
+//! rotated partition, IFCA with an MLP; where a run finds them.
 
 mod common;
-use std::process::Command;
+use std::path::Path;
 
 use common::{check, last, mnist_dir};
 
@@ -48,41 +48,71 @@ fn ifca_with_an_mlp_runs_on_rotated_mnist() {
     assert!(r.train_loss.unwrap().is_finite());
 }
 
+/// A config without `data_dir`: the missing data set is one line naming it,
+/// the field, the flag, the variable and the fetch; `--data-dir`,
+/// `$FEDCLUSTER_DATA` and `data/mnist` in the working directory each supply
+/// it, the flag first.
 #[test]
-fn a_missing_data_dir_is_named_and_the_flag_supplies_it() {
-    let Some(mnist) = mnist_dir("a_missing_data_dir_is_named_and_the_flag_supplies_it") else {
+fn a_missing_data_dir_is_named_and_the_flag_or_the_variable_supplies_it() {
+    let test = "a_missing_data_dir_is_named_and_the_flag_or_the_variable_supplies_it";
+    let Some(mnist) = mnist_dir(test) else {
         return;
     };
-    let dir = std::env::temp_dir().join(format!("fedcluster-mnist-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::scratch("mnist-missing");
     std::fs::write(dir.join("m.toml"), config(None)).unwrap();
-    let run = |extra: &[&str]| {
-        Command::new(env!("CARGO_BIN_EXE_fedcluster"))
-            .args(["run", "m.toml", "--quiet", "--overwrite", "--out", "run"])
-            .args(extra)
-            .current_dir(&dir)
-            .output()
-            .unwrap()
+    let run = |extra: &[&str], root: Option<&std::path::Path>| {
+        let mut command = common::command(&["run", "m.toml", "--quiet", "--overwrite"], &dir);
+        command.args(extra);
+        if let Some(root) = root {
+            command.env(fedcluster_testkit::DATA_ROOT_VAR, root);
+        }
+        command.output().unwrap()
     };
-    let out = run(&[]);
+    let out = run(&["--out", "run"], None);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert_eq!(
+        err.trim(),
+        "error: MNIST: no data in data/mnist: set data.data_dir, pass --data-dir DIR, or set \
+         FEDCLUSTER_DATA to a directory holding mnist/; `fedcluster data fetch mnist` \
+         downloads it"
+    );
+    let out = run(&["--out", "run", "--data-dir", "/nonexistent/mnist"], None);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        !out.status.success() && err.contains("data.data_dir"),
+        !out.status.success()
+            && err.contains("MNIST: no data in /nonexistent/mnist: set data.data_dir")
+            && err.contains("`fedcluster data fetch mnist` downloads it into data/mnist"),
         "{err}"
     );
-    let out = run(&["--data-dir", "/nonexistent/mnist"]);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        !out.status.success() && err.contains("/nonexistent/mnist"),
-        "{err}"
+    // The flag, the variable and data/mnist give the same run.
+    let root = mnist.parent().unwrap();
+    let mnist_arg = mnist.display().to_string();
+    let flag = run(&["--out", "flag", "--data-dir", &mnist_arg], None);
+    let variable = run(&["--out", "variable"], Some(root));
+    let flag_over_variable = run(
+        &["--out", "both", "--data-dir", &mnist_arg],
+        Some(Path::new("/nonexistent")),
     );
-    let out = run(&["--data-dir", &mnist.display().to_string()]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(dir.join("run/summary.json").exists());
+    std::os::unix::fs::symlink(root, dir.join("data")).unwrap();
+    let cwd = run(&["--out", "cwd"], None);
+    for (name, out) in [
+        ("flag", &flag),
+        ("variable", &variable),
+        ("both", &flag_over_variable),
+        ("cwd", &cwd),
+    ] {
+        assert!(
+            out.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let metrics = |run: &str| std::fs::read(dir.join(run).join("metrics.csv")).unwrap();
+    for run in ["variable", "both", "cwd"] {
+        assert_eq!(metrics(run), metrics("flag"), "{run}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

@@ -186,9 +186,9 @@ fn python_safetensors_reads_the_models_into_numpy() {
         .args(["-c", "import numpy, safetensors.numpy"])
         .output();
     if !probe.is_ok_and(|o| o.status.success()) {
-        eprintln!(
-            "SKIPPED python_safetensors_reads_the_models_into_numpy: no python3 with numpy and \
-             safetensors (pip install numpy safetensors)"
+        fedcluster_testkit::skip(
+            "python_safetensors_reads_the_models_into_numpy",
+            "no python3 with numpy and safetensors (pip install numpy safetensors)",
         );
         return;
     }

@@ -250,11 +250,29 @@ fn flags_an_experiment_does_not_take_are_refused() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2));
     assert!(err.contains("unexpected argument '--trials'"), "{err}");
-    let out = fedcluster(&["reproduce", "srfca-mnist", "--quick"])
+}
+
+/// Without `--data-dir`, a reproduction on real data finds it where `fedcluster
+/// run` does (`$FEDCLUSTER_DATA/mnist`, else `data/mnist`): here neither, so it
+/// stops on the missing-data line, naming the flag.
+#[test]
+fn a_reproduction_without_its_data_names_every_way_to_give_it() {
+    let dir = temp_dir("no-data");
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = fedcluster(&["reproduce", "srfca-mnist", "--quick", "--out", "out"])
+        .current_dir(&dir)
+        .env_remove("FEDCLUSTER_DATA")
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success() && err.contains("--data-dir"), "{err}");
+    assert!(
+        !out.status.success()
+            && err.contains("MNIST: no data in data/mnist")
+            && err.contains("--data-dir DIR")
+            && err.contains("FEDCLUSTER_DATA"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// `fedcluster reproduce` killed with SIGKILL mid-way, then run again with the

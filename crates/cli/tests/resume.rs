@@ -1,7 +1,7 @@
 //! `fedcluster run --resume`: a run killed with SIGKILL at any moment and
 //! resumed (perhaps killed again while resuming) writes the same
-//! `metrics.csv` and `replicas.csv`, byte for byte, as the run that was never
-//! interrupted. 24 trials over three algorithms whose servers and clients
+//! `metrics.csv`, `replicas.csv` and `curves.svg`, byte for byte, as the run
+//! that was never interrupted. 24 trials over three algorithms whose servers and clients
 //! keep state between rounds (IFCA with restarts, partial participation and
 //! Adam moments in each client; FedSoft's importance weights; SR-FCA's
 //! stages), killed at pseudo-random moments spread over the run.
@@ -125,7 +125,7 @@ fn trials(name: &str, algorithm: &str, rounds: usize, count: usize, seed: u64) {
                 String::from_utf8_lossy(&o.stderr)
             );
         }
-        for file in ["metrics.csv", "replicas.csv"] {
+        for file in ["metrics.csv", "replicas.csv", "curves.svg"] {
             let want = std::fs::read(dir.join("full").join(file)).ok();
             let got = std::fs::read(dir.join(&out).join(file)).ok();
             assert!(want == got, "{name} trial {trial}: {file} differs");

@@ -13,7 +13,7 @@
 //! (checked). `tail` stores a vector's first lanes without a masked store,
 //! which AMD's Zen runs slowly.
 //!
-//! `benches`: `fedcluster bench ifca-synthetic` and `small-clients` (see the README).
+//! `benches`: `fedcluster bench ifca-synthetic` and `small-clients` (see docs/performance.md).
 
 mod elementwise;
 mod expf;

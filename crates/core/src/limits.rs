@@ -2,7 +2,7 @@
 //! before anything of that size is allocated (with the field named), so an
 //! absurd value is a clear error instead of an exhausted machine. The limits
 //! sit far above every paper's experiment and the `many-clients` benchmark
-//! (10,000,000 clients); README's "Limits" lists them.
+//! (10,000,000 clients); docs/run-directory.md's "Limits" lists them.
 
 /// Clients of a data set (training or test): 10^8.
 pub const MAX_CLIENTS: usize = 100_000_000;

@@ -4,7 +4,7 @@
 //! `kind = "fashion-mnist"` takes the same `[data]` table as `kind = "mnist"`
 //! (an [`ImageClustersSpec`] partition), read by the MNIST reader.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use fedcluster_core::ClientId;
 
@@ -35,6 +35,10 @@ impl DataKind for FashionMnist {
 
     fn data_dir(spec: &Self::Spec) -> Option<&Path> {
         spec.data_dir.as_deref()
+    }
+
+    fn data_dir_mut(spec: &mut Self::Spec) -> Option<&mut Option<PathBuf>> {
+        Some(&mut spec.data_dir)
     }
 
     fn build(spec: &Self::Spec, seed: u64) -> Result<DataSet> {

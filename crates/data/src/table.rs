@@ -4,9 +4,17 @@
 //! a kind by name ([`VisitKind`]). The table itself, the closed
 //! [`crate::DataConfig`] enum, is written once in `lib.rs` with
 //! [`data_table!`]: one line per kind.
+//!
+//! Where a kind's files are ([`DataConfig::resolve_data_dir`]): the
+//! configured `data.data_dir` (which `--data-dir DIR` overrides), else
+//! `<root>/<dir_name>`, the root given by the caller (the run library reads it
+//! from [`DATA_ROOT_VAR`], else [`DEFAULT_DATA_ROOT`]): this crate reads no
+//! environment.
+//!
+//! [`DataConfig::resolve_data_dir`]: crate::DataConfig::resolve_data_dir
 
 use std::fmt::Debug;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -16,6 +24,14 @@ use fedcluster_core::{Batch, ClientId, Input};
 use crate::data_set::DataSet;
 use crate::dataset::{ClientData, TargetsOwned};
 use crate::error::{DataError, Result};
+
+/// The environment variable naming the data root: a directory holding each
+/// data set under its [`Files::dir_name`] (`mnist/`, `shakespeare/`, ...).
+pub const DATA_ROOT_VAR: &str = "FEDCLUSTER_DATA";
+
+/// The data root when [`DATA_ROOT_VAR`] is not set, relative to the working
+/// directory: where `fedcluster data fetch` writes.
+pub const DEFAULT_DATA_ROOT: &str = "data";
 
 /// What a kind reads from `data.data_dir` (a kind that reads nothing is
 /// generated from the seed).
@@ -33,16 +49,33 @@ pub struct Files {
 }
 
 impl Files {
-    /// `; \`fedcluster data fetch NAME\` downloads it into data/DIR` when
-    /// the files can be fetched, else empty.
-    pub fn fetch_hint(&self) -> String {
-        match self.fetch {
-            Some(name) => format!(
-                "; `fedcluster data fetch {name}` downloads it into data/{}",
-                self.dir_name
+    /// The directory the files are read from: `configured` (the config's
+    /// `data.data_dir`, or `--data-dir`), else `<root>/<dir_name>`.
+    pub fn resolve(&self, configured: Option<&Path>, root: &Path) -> PathBuf {
+        configured.map_or_else(|| root.join(self.dir_name), Path::to_path_buf)
+    }
+
+    /// The one-line error for files that are not there: the data set, `what`
+    /// (`no data in data/mnist`, or the missing file), then every way to give
+    /// the directory and the fetch that downloads it, e.g. `MNIST: no data in
+    /// data/mnist: set data.data_dir, pass --data-dir DIR, or set
+    /// FEDCLUSTER_DATA to a directory holding mnist/; \`fedcluster data fetch
+    /// mnist\` downloads it`; `fetch_into` names where the fetch writes when
+    /// that is not the directory just named.
+    pub fn missing(&self, what: &str, fetch_into: Option<&Path>) -> String {
+        let get = match (self.fetch, fetch_into) {
+            (Some(name), None) => format!("`fedcluster data fetch {name}` downloads it"),
+            (Some(name), Some(dir)) => format!(
+                "`fedcluster data fetch {name}` downloads it into {}",
+                dir.display()
             ),
-            None => String::new(),
-        }
+            (None, _) => format!("it must be {}", self.directory),
+        };
+        format!(
+            "{}: {what}: set data.data_dir, pass --data-dir DIR, or set {DATA_ROOT_VAR} to a \
+             directory holding {}/; {get}",
+            self.title, self.dir_name
+        )
     }
 }
 
@@ -60,6 +93,12 @@ pub trait DataKind: 'static {
 
     /// The directory [`Self::FILES`] are read from, as configured.
     fn data_dir(_spec: &Self::Spec) -> Option<&Path> {
+        None
+    }
+
+    /// The spec's `data_dir` field, to resolve (`None`: the kind reads no
+    /// files).
+    fn data_dir_mut(_spec: &mut Self::Spec) -> Option<&mut Option<PathBuf>> {
         None
     }
 
@@ -124,19 +163,14 @@ pub fn check_client_ids(ids: &[ClientId], num_clients: usize) -> Result<()> {
     }
 }
 
-/// `K`'s configured directory, or the error naming the data set, what the
-/// directory must hold and the flag that gives it.
+/// `K`'s directory (resolved by [`crate::DataConfig::resolve_data_dir`]),
+/// or the error naming the data set and every way to give it.
 pub(crate) fn required_dir<K: DataKind>(spec: &K::Spec) -> Result<&Path> {
     match (K::FILES, K::data_dir(spec)) {
         (_, Some(dir)) => Ok(dir),
         (Some(files), None) => Err(DataError::invalid(
             "data_dir",
-            format!(
-                "{} needs {} (set it or pass --data-dir DIR){}",
-                files.title,
-                files.directory,
-                files.fetch_hint()
-            ),
+            files.missing("no data directory given", None),
         )),
         (None, None) => Err(DataError::invalid("data_dir", "this kind reads no files")),
     }
@@ -177,6 +211,30 @@ macro_rules! data_table {
                     $(DataConfig::$variant(_) =>
                         <$module::$kind as $crate::table::DataKind>::FILES,)*
                 }
+            }
+
+            /// The directory the kind's files are read from, as configured
+            /// (`None`: not given, or a kind that reads no files).
+            pub fn data_dir(&self) -> Option<&std::path::Path> {
+                match self {
+                    $(DataConfig::$variant(s) =>
+                        <$module::$kind as $crate::table::DataKind>::data_dir(s),)*
+                }
+            }
+
+            /// Resolves where a kind that reads files finds them and writes
+            /// it into `data_dir`: as configured (`data.data_dir`, which
+            /// `--data-dir` overrides), else `<root>/<dir_name>` (see
+            /// [`$crate::table::Files::resolve`]). `None` for a kind that
+            /// reads no files.
+            pub fn resolve_data_dir(&mut self, root: &std::path::Path) -> Option<&std::path::Path> {
+                let files = self.files()?;
+                let slot = match self {
+                    $(DataConfig::$variant(s) =>
+                        <$module::$kind as $crate::table::DataKind>::data_dir_mut(s),)*
+                }?;
+                let dir = files.resolve(slot.as_deref(), root);
+                Some(slot.insert(dir).as_path())
             }
 
             /// The files the kind called `name` reads (`None`: an unknown
@@ -232,3 +290,65 @@ macro_rules! data_table {
     };
 }
 pub(crate) use data_table;
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use crate::DataConfig;
+
+    fn data(table: &str) -> DataConfig {
+        toml::from_str(table).unwrap()
+    }
+
+    const MNIST: &str = "kind = \"mnist\"\ntransforms = [\"identity\"]\nclients = 2\n\
+                         points_per_client = 1\ntest_clients = 0\n";
+
+    #[test]
+    fn a_kinds_directory_is_the_configured_one_else_its_name_under_the_root() {
+        let root = Path::new("/the/root");
+        let mut given = data(&format!("{MNIST}data_dir = \"mine\"\n"));
+        assert_eq!(given.resolve_data_dir(root), Some(Path::new("mine")));
+        let mut unset = data(MNIST);
+        assert_eq!(unset.data_dir(), None);
+        assert_eq!(
+            unset.resolve_data_dir(root),
+            Some(Path::new("/the/root/mnist"))
+        );
+        assert_eq!(unset.data_dir(), Some(Path::new("/the/root/mnist")));
+        let mut plays = data("kind = \"shakespeare\"\nclients = 2\n");
+        assert_eq!(
+            plays.resolve_data_dir(Path::new("data")),
+            Some(Path::new("data/shakespeare"))
+        );
+        let mut synthetic = data(
+            "kind = \"ifca-synthetic\"\nclients = 2\npoints_per_client = 2\n\
+             test_points_per_client = 0\ndim = 2\nclusters = 2\nnoise_std = 0.1\nseparation = 1.0\n",
+        );
+        let before = synthetic.clone();
+        assert_eq!(synthetic.resolve_data_dir(root), None);
+        assert_eq!(synthetic, before);
+    }
+
+    #[test]
+    fn the_missing_data_line_names_the_set_the_field_the_flag_the_variable_and_the_fetch() {
+        let mnist = DataConfig::files_of("mnist").unwrap();
+        assert_eq!(
+            mnist.missing("no data in data/mnist", None),
+            "MNIST: no data in data/mnist: set data.data_dir, pass --data-dir DIR, or set \
+             FEDCLUSTER_DATA to a directory holding mnist/; `fedcluster data fetch mnist` \
+             downloads it"
+        );
+        assert!(
+            mnist
+                .missing("no data in /x", Some(Path::new("data/mnist")))
+                .ends_with("`fedcluster data fetch mnist` downloads it into data/mnist")
+        );
+        let femnist = DataConfig::files_of("femnist").unwrap();
+        assert!(
+            femnist
+                .missing("no data in data/femnist", None)
+                .ends_with("holding femnist/; it must be LEAF's FEMNIST directory (its train/ and test/ JSON files)")
+        );
+    }
+}

@@ -8,6 +8,8 @@
 //! - [`client::Client`]: one client's half: `handle`, `state`, `restore`.
 //! - [`ifca`]: IFCA's messages as numpy arrays, for client code written in
 //!   Python (the bring-your-own-PyTorch adapter).
+//! - [`command::main`]: the `fedcluster` command line itself (the Rust
+//!   binary's), for the package's `fedcluster` console command.
 //! - [`messages`]: the algorithm table (names, type names, titles: the
 //!   Flower strategy classes derive from it) and any algorithm's messages
 //!   decoded by its name.
@@ -17,6 +19,7 @@
 //! the CLI's one-line message.
 
 mod client;
+mod command;
 mod config;
 mod errors;
 mod ifca;
@@ -35,6 +38,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<server::Server>()?;
     m.add_class::<client::Client>()?;
     m.add_function(wrap_pyfunction!(run::run, m)?)?;
+    m.add_function(wrap_pyfunction!(command::main, m)?)?;
     m.add_function(wrap_pyfunction!(config::default_config, m)?)?;
     m.add_function(wrap_pyfunction!(ifca::ifca_decode_down, m)?)?;
     m.add_function(wrap_pyfunction!(ifca::ifca_encode_up, m)?)?;

@@ -67,6 +67,20 @@ pub fn init_from_override(file: &std::path::Path) -> String {
     format!("init_from={file}")
 }
 
+/// The data root, where a data set's files are looked for when neither
+/// `--data-dir` nor the config's `data.data_dir` gives them
+/// (`<root>/<dir_name>`, e.g. `data/mnist`): the environment variable
+/// `FEDCLUSTER_DATA` ([`fedcluster_data::table::DATA_ROOT_VAR`]) when set and
+/// not empty, else `data` in the working directory (where `fedcluster data
+/// fetch` writes by default). Read here, where the process's environment is
+/// the run's, and handed to [`DataConfig::resolve_data_dir`].
+pub fn data_root() -> std::path::PathBuf {
+    use fedcluster_data::table::{DATA_ROOT_VAR, DEFAULT_DATA_ROOT};
+    std::env::var_os(DATA_ROOT_VAR)
+        .filter(|root| !root.is_empty())
+        .map_or_else(|| DEFAULT_DATA_ROOT.into(), std::path::PathBuf::from)
+}
+
 /// The `--set` override that points `data.data_dir` at `dir`.
 pub fn data_dir_override(dir: &std::path::Path) -> String {
     let dir = toml::Value::String(dir.to_string_lossy().into_owned());

@@ -1,19 +1,21 @@
 //! Executes one configured experiment in process: builds the data, the model and
 //! the algorithm's halves, runs the engine and collects metric records.
 
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context, Result, anyhow};
 
 use fedcluster_algorithms::{Algorithm, Checked, FieldError, Setup, TrueClusters, Visit};
 use fedcluster_core::{Model, ServerHalf};
+use fedcluster_data::table::Files;
 use fedcluster_data::{DataConfig, DataError, DataSet, DataView, FederatedData};
 use fedcluster_sim::record::{TestPick, TestSet, Truth, records};
 use fedcluster_sim::{InProcess, RoundEvent, Transport, run_from};
 
 use crate::checkpoint;
 
-use crate::config::RunConfig;
+use crate::config::{RunConfig, data_root};
 use crate::outcome::{Outcome, SoFar};
 
 /// How an in-process run is driven besides its config: `ready` is called
@@ -60,36 +62,69 @@ pub fn build_data(config: &RunConfig) -> Result<FederatedData> {
 
 /// The configured data set, its synthetic clients not generated yet.
 pub(crate) fn generate(config: &RunConfig) -> Result<DataSet> {
-    config
-        .data
-        .build(config.seed)
-        .map_err(|e| data_error(&config.data, e))
+    let data = located(&config.data);
+    data.build(config.seed).map_err(|e| data_error(&data, e))
 }
 
-/// A data set's error as the user sees it: a missing directory or client
-/// names itself; missing files say which `fedcluster data fetch` downloads
-/// them; anything else is an error building the data set.
+/// `data` with the directory of its files resolved: `data.data_dir` (which
+/// `--data-dir` overrides), else `<data root>/<dir_name>` (see
+/// [`crate::config::data_root`]). Every data set a run builds is located
+/// here, so `fedcluster run`, `reproduce`, `serve`, `join` and the Python
+/// package look in the same places. The config itself is left as given (its
+/// `config.toml` in a run directory names no directory it was not given).
+pub(crate) fn located(data: &DataConfig) -> DataConfig {
+    let mut data = data.clone();
+    data.resolve_data_dir(&data_root());
+    data
+}
+
+/// A data set's error as the user sees it: files that are not there (no
+/// directory, or a file missing from it) give one line naming the data set,
+/// the directory and every way to give it (`data.data_dir`, `--data-dir`,
+/// `FEDCLUSTER_DATA`, `fedcluster data fetch`); a missing client names
+/// itself; anything else (files that are there but malformed) is an error
+/// building the data set.
 pub(crate) fn data_error(data: &DataConfig, e: DataError) -> anyhow::Error {
-    let missing = match &e {
+    let missing_file = match &e {
         DataError::Missing { .. } => true,
         DataError::Io { source, .. } => source.kind() == std::io::ErrorKind::NotFound,
         _ => false,
     };
-    match e {
-        DataError::Invalid { field, why } if field == "data_dir" => {
+    match (e, data.files(), data.data_dir()) {
+        (e @ DataError::NoSuchClient { .. }, _, _) => anyhow::Error::new(e),
+        (_, Some(files), Some(dir)) if !dir.is_dir() => no_data(&files, dir),
+        (e, Some(files), Some(dir)) if missing_file => anyhow!(files.missing(
+            &format!("{:#}", anyhow::Error::new(e)),
+            fetched_elsewhere(&files, dir).as_deref()
+        )),
+        (DataError::Invalid { field, why }, _, _) if field == "data_dir" => {
             anyhow!("field `data.data_dir`: {why}")
         }
-        e @ DataError::NoSuchClient { .. } => anyhow::Error::new(e),
-        e => match data.files().filter(|f| missing && f.fetch.is_some()) {
-            // The reason first, then what to do about it.
-            Some(files) => anyhow!(
-                "cannot build the data set: {:#}{}",
-                anyhow::Error::new(e),
-                files.fetch_hint()
-            ),
-            None => anyhow::Error::new(e).context("cannot build the data set"),
-        },
+        (e, _, _) => anyhow::Error::new(e).context("cannot build the data set"),
     }
+}
+
+/// The directory `files` are read from outside a config (a benchmark):
+/// `given` (`--data-dir`), else `<data root>/<dir_name>`; the error of
+/// [`data_error`] when it is not a directory.
+pub fn files_dir(files: &Files, given: Option<&Path>) -> Result<PathBuf> {
+    let dir = files.resolve(given, &data_root());
+    match dir.is_dir() {
+        true => Ok(dir),
+        false => Err(no_data(files, &dir)),
+    }
+}
+
+/// The error for a data set whose directory `dir` is not there.
+fn no_data(files: &Files, dir: &Path) -> anyhow::Error {
+    let what = format!("no data in {}", dir.display());
+    anyhow!(files.missing(&what, fetched_elsewhere(files, dir).as_deref()))
+}
+
+/// Where `fedcluster data fetch` writes `files` (`<data root>/<dir_name>`),
+/// when that is not `dir`.
+fn fetched_elsewhere(files: &Files, dir: &Path) -> Option<PathBuf> {
+    Some(files.resolve(None, &data_root())).filter(|into| into != dir)
 }
 
 /// `data`, once it has passed [`FederatedData::validate`].
@@ -236,8 +271,10 @@ impl Visit for InProcessRun<'_, '_> {
             checkpoint,
         } = self.control;
         ready()?;
+        let threads = Some(transport.threads());
         let Some(policy) = checkpoint else {
-            return d.drive(server, &mut transport, progress);
+            let outcome = d.drive(server, &mut transport, progress)?;
+            return Ok(Outcome { threads, ..outcome });
         };
         let key = checkpoint::config_key(d.config)?;
         let (mut first, mut so_far) = (0, SoFar::default());
@@ -267,6 +304,7 @@ impl Visit for InProcessRun<'_, '_> {
                 Ok(())
             },
         )
+        .map(|outcome| Outcome { threads, ..outcome })
     }
 }
 
@@ -395,6 +433,7 @@ impl<'a> Driver<'a> {
             wall_seconds: earlier + start.elapsed().as_secs_f64(),
             models: s.models,
             model: (self.model.name(), self.model.tensors()),
+            threads: None,
         })
     }
 }

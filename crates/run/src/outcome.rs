@@ -21,6 +21,10 @@ pub struct Outcome {
     pub models: Vec<Vec<f32>>,
     /// The model's name and tensors, to write `models` with.
     pub model: (&'static str, Vec<TensorSpec>),
+    /// Worker threads that ran the client halves in this process (the
+    /// in-process pool's size); `None` when they ran elsewhere (a networked
+    /// run's coordinator, a run whose messages a host carries).
+    pub threads: Option<usize>,
 }
 
 /// What the rounds run so far recorded: the part of an [`Outcome`] a

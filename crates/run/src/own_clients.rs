@@ -8,7 +8,7 @@ use fedcluster_data::table::{Own, check_client_ids};
 use fedcluster_data::{ClientData, DataSet};
 
 use crate::config::RunConfig;
-use crate::experiment::{data_error, generate, validated};
+use crate::experiment::{data_error, generate, located, validated};
 
 /// The training data of some clients alone (the data-set table's type).
 pub type OwnClients = Own;
@@ -19,8 +19,9 @@ pub type OwnClients = Own;
 /// everything else (the other clients, the test clients, the ground truth) is
 /// dropped before the rounds start.
 pub fn own_clients(config: &RunConfig, ids: &[ClientId]) -> Result<OwnClients> {
-    if let Some(own) = config.data.own_clients(config.seed, ids) {
-        return own.map_err(|e| data_error(&config.data, e));
+    let located = located(&config.data);
+    if let Some(own) = located.own_clients(config.seed, ids) {
+        return own.map_err(|e| data_error(&located, e));
     }
     let data = generate(config)?;
     let (input, num_clients) = {

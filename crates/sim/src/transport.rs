@@ -257,6 +257,13 @@ impl<'a, C: Clone> InProcess<'a, C> {
         self.halves.stored()
     }
 
+    /// Worker threads running the client halves: the `threads` asked for,
+    /// or for 0 the thread pool's choice (one per core, or
+    /// `RAYON_NUM_THREADS`).
+    pub fn threads(&self) -> usize {
+        self.pool.current_num_threads()
+    }
+
     /// Puts back the halves [`InProcess::stored_halves`] gave (a resumed run).
     pub fn restore_halves(&mut self, halves: Vec<(ClientId, C)>) -> Result<(), EngineError> {
         self.halves.restore(halves)

@@ -11,6 +11,9 @@
   written in Python (:mod:`fedcluster.torch` adapts a ``torch.nn.Module``).
 - :mod:`fedcluster.flower` has the Flower strategies and ClientApp
   (``pip install 'fedcluster[flower]'``).
+- :mod:`fedcluster.cli` is the ``fedcluster`` console command that ``pip``
+  installs: the Rust binary's command line (``fedcluster run``, ``reproduce``,
+  ``list``, ...), run in process.
 """
 
 from . import ifca, messages

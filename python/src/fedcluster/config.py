@@ -46,7 +46,10 @@ def load_config(
     tables as nested dicts) or a :class:`Config`. ``overrides`` are the CLI's
     ``--set`` settings, as ``["rounds=5", "algorithm.lr=0.2"]`` or
     ``{"rounds": 5, "algorithm.lr": 0.2}``; ``data_dir`` replaces
-    ``data.data_dir``. Raises :class:`fedcluster.ConfigError` naming the field.
+    ``data.data_dir`` (as ``--data-dir`` does; without either, a data set's
+    files are read from ``$FEDCLUSTER_DATA/<name>``, else ``data/<name>``, as
+    ``fedcluster run`` reads them). Raises :class:`fedcluster.ConfigError`
+    naming the field.
     """
     extra = _override_list(overrides)
     if data_dir is not None:

@@ -9,7 +9,7 @@
 
 use std::time::Instant;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 use fedcluster_algorithms::{Aggregation, Algorithm, Checked, ifca};
 use fedcluster_core::{Model, Purpose, Workspace, stream};
@@ -24,9 +24,7 @@ pub(super) fn ifca_rotated_mnist_round(
     benchmark: Benchmark,
     options: &BenchOptions,
 ) -> Result<BenchReport> {
-    let dir = options.data_dir.as_ref().context(
-        "ifca-rotated-mnist reads MNIST: pass --data-dir DIR (e.g. ../shared/data/mnist)",
-    )?;
+    let dir = &super::mnist_dir(options)?;
     let (m, n, k, hidden, tau, lr) = (2400, 100, 4, 200, 10, 0.1f32);
     let spec = ImageClustersSpec {
         transforms: vec![

@@ -50,11 +50,11 @@ pub enum Benchmark {
     /// The same with (m, k) = (100, 2) and 10 restarts side by side (the Fig. 3a workload).
     IfcaSyntheticRestarts,
     /// IFCA model averaging, MLP 784-200-10, rotated MNIST, (m, n) = (2400, 100), k = 4,
-    /// tau = 10 (needs --data-dir).
+    /// tau = 10 (MNIST from --data-dir, else mnist/ in the data root).
     IfcaRotatedMnist,
     /// The cross-device round: FedAvg (s = 5) of logistic regression 196 -> 10
     /// over 100 of the 25,004 anchored-MNIST clients of 2 images, k = 4 rotations
-    /// (needs --data-dir); time per client against the round's arithmetic.
+    /// (MNIST as above); time per client against the round's arithmetic.
     SmallClients,
     /// 10,000,000 mixed-regression clients of 10 points (d = 100, k = 3),
     /// generated when sampled; IFCA model averaging, 100 clients per round; set-up
@@ -78,6 +78,14 @@ pub struct BenchOptions {
     pub threads: usize,
     /// Directory of a real data set's files, for the benchmarks that need one.
     pub data_dir: Option<std::path::PathBuf>,
+}
+
+/// The MNIST benchmarks' directory: `--data-dir`, else mnist/ in the data
+/// root (where `fedcluster run` finds it), or the one-line error naming every
+/// way to give it.
+fn mnist_dir(options: &BenchOptions) -> anyhow::Result<std::path::PathBuf> {
+    let files = fedcluster_data::DataConfig::files_of("mnist").expect("the table's MNIST kind");
+    fedcluster_run::experiment::files_dir(&files, options.data_dir.as_deref())
 }
 
 /// What a benchmark measured.

@@ -8,7 +8,7 @@
 //! the report gives the median round, the arithmetic's share of it, and the
 //! seconds per client.
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 use fedcluster_algorithms::{Aggregation, Algorithm, Checked, InitScheme, fedavg, global};
 use fedcluster_core::Model;
@@ -28,10 +28,7 @@ pub(super) fn small_clients_round(
     benchmark: Benchmark,
     options: &BenchOptions,
 ) -> Result<BenchReport> {
-    let dir = options
-        .data_dir
-        .as_ref()
-        .context("small-clients reads MNIST: pass --data-dir DIR (e.g. ../shared/data/mnist)")?;
+    let dir = &super::mnist_dir(options)?;
     let spec = MnistAnchoredSpec {
         transforms: vec![
             Transform::Identity,

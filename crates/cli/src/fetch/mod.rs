@@ -13,9 +13,13 @@
 //! 3. a file with no published checksum (Shakespeare's complete works) is
 //!    kept unverified, and the output says so and prints its SHA-256.
 //!
-//! At the end it prints where the files are and the `--data-dir` to give
-//! `fedcluster run` (the config's `data.data_dir`), or, where no command reads
-//! the files yet, what is missing.
+//! The data root is `--data-root`, else `$FEDCLUSTER_DATA`, else `data`: the
+//! root `fedcluster run` looks in when neither `--data-dir` nor the config's
+//! `data.data_dir` names the directory
+//! ([`fedcluster_run::config::data_root`]), so a fetch with no flag is found
+//! by a run with no flag. At the end it prints where the files are and how
+//! `fedcluster run` finds them, or, where no command reads the files yet,
+//! what is missing.
 
 pub mod download;
 pub mod sources;
@@ -29,6 +33,8 @@ use clap::Args;
 use clap::builder::PossibleValuesParser;
 
 use download::{NotFound, Sums, download, part_path, sums_of};
+use fedcluster_data::table::DATA_ROOT_VAR;
+use fedcluster_run::config::data_root;
 use sources::{Next, Remote, Source};
 
 /// `fedcluster data fetch`.
@@ -37,9 +43,10 @@ pub struct FetchArgs {
     /// The data set.
     #[arg(value_parser = PossibleValuesParser::new(sources::names()))]
     pub name: String,
-    /// Where data sets go: the files land in DIR/<name>/.
-    #[arg(long, value_name = "DIR", default_value = "data")]
-    pub data_root: PathBuf,
+    /// Where data sets go: the files land in DIR/<name>/ (default:
+    /// $FEDCLUSTER_DATA when set, else `data`, where `fedcluster run` looks).
+    #[arg(long, value_name = "DIR")]
+    pub data_root: Option<PathBuf>,
     /// Take every file from URL + its file name instead of its canonical
     /// address (a mirror). Repeatable: the next is tried when one answers
     /// "not found".
@@ -59,7 +66,8 @@ pub struct FetchArgs {
 pub fn fetch(args: &FetchArgs) -> Result<()> {
     let source = sources::find(&args.name).context("unknown data set")?;
     let expected = expected_md5s(source, &args.expect_md5)?;
-    let dir = args.data_root.join(source.dir_name);
+    let root = args.data_root.clone().unwrap_or_else(data_root);
+    let dir = root.join(source.dir_name);
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let agent = ureq::AgentBuilder::new()
         .timeout_connect(Duration::from_secs(30))
@@ -108,9 +116,16 @@ pub fn fetch(args: &FetchArgs) -> Result<()> {
         );
     }
     match source.next {
-        Next::Run => println!(
-            "pass `--data-dir {}` to `fedcluster run` (the config's `data.data_dir`)",
+        Next::Run if root == data_root() => println!(
+            "`fedcluster run` reads it from there (the data root: ${DATA_ROOT_VAR}, else `data`); \
+             elsewhere, pass `--data-dir {}` (the config's `data.data_dir`)",
             dir.display()
+        ),
+        Next::Run => println!(
+            "pass `--data-dir {}` to `fedcluster run` (the config's `data.data_dir`), or set \
+             {DATA_ROOT_VAR}={}",
+            dir.display(),
+            root.display()
         ),
         Next::Missing(why) => println!("not ready for `fedcluster run` yet: {why}"),
     }

@@ -260,6 +260,9 @@ mod tests {
             );
             return;
         }
-        eprintln!("SKIPPED the vector expf check: needs x86-64, glibc, AVX2 and FMA");
+        fedcluster_testkit::skip(
+            "kernels::expf::tests::the_vector_body_runs_where_glibc_and_the_cpu_allow",
+            "the vector expf check needs x86-64, glibc, AVX2 and FMA",
+        );
     }
 }

@@ -5,7 +5,7 @@
 //! "rotate180"]`, 200 clients of 500 images), its training clients
 //! transformed on demand, the images held once.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use fedcluster_core::ClientId;
 
@@ -44,6 +44,10 @@ macro_rules! cifar_kind {
 
             fn data_dir(spec: &Self::Spec) -> Option<&Path> {
                 spec.data_dir.as_deref()
+            }
+
+            fn data_dir_mut(spec: &mut Self::Spec) -> Option<&mut Option<PathBuf>> {
+                Some(&mut spec.data_dir)
             }
 
             fn build(spec: &Self::Spec, seed: u64) -> Result<DataSet> {

@@ -348,6 +348,10 @@ impl DataKind for Shakespeare {
         spec.data_dir.as_deref()
     }
 
+    fn data_dir_mut(spec: &mut Self::Spec) -> Option<&mut Option<PathBuf>> {
+        Some(&mut spec.data_dir)
+    }
+
     fn build(spec: &Self::Spec, seed: u64) -> Result<DataSet> {
         required_dir::<Self>(spec)?;
         shakespeare(spec, seed).map(DataSet::Stored)

@@ -318,14 +318,10 @@ fn plays_give_leaf_users_and_their_directory_the_same_clients() {
 /// The real plays, when they are here: the counts beside LEAF's.
 #[test]
 fn real_plays_give_about_leafs_users() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/shakespeare");
-    if !dir.is_dir() {
-        eprintln!(
-            "SKIPPED real_plays_give_about_leafs_users: {} not found (the Project Gutenberg plays)",
-            dir.display()
-        );
+    let test = "real_plays_give_about_leafs_users";
+    let Some(dir) = fedcluster_testkit::real_data("shakespeare", "Shakespeare plays", test) else {
         return;
-    }
+    };
     let (users, stats) = users_from_plays(&dir, 0.8).unwrap();
     eprintln!("{stats:?}");
     // LEAF: 1,129 users, 4,226,158 samples; the texts differ slightly.

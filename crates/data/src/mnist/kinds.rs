@@ -2,7 +2,7 @@
 //! image transform) and `kind = "mnist-anchored"` (an anchor client per
 //! cluster and many tiny clients), both read from the four IDX files.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use fedcluster_core::ClientId;
 
@@ -38,6 +38,10 @@ impl DataKind for MnistClusters {
         spec.data_dir.as_deref()
     }
 
+    fn data_dir_mut(spec: &mut Self::Spec) -> Option<&mut Option<PathBuf>> {
+        Some(&mut spec.data_dir)
+    }
+
     fn build(spec: &Self::Spec, seed: u64) -> Result<DataSet> {
         let mnist = load_mnist(required_dir::<Self>(spec)?)?;
         ImageClustersData::new(mnist, spec, seed, "mnist").map(|d| DataSet::Images(Box::new(d)))
@@ -63,6 +67,10 @@ impl DataKind for MnistAnchored {
 
     fn data_dir(spec: &Self::Spec) -> Option<&Path> {
         spec.data_dir.as_deref()
+    }
+
+    fn data_dir_mut(spec: &mut Self::Spec) -> Option<&mut Option<PathBuf>> {
+        Some(&mut spec.data_dir)
     }
 
     fn build(spec: &Self::Spec, seed: u64) -> Result<DataSet> {

@@ -1,8 +1,8 @@
 //! Tests of the IDX reader and of [`load_mnist`]: small files written by the
-//! tests themselves, and the real MNIST in `shared/data/mnist`.
+//! tests themselves, and the real MNIST in `$FEDCLUSTER_DATA/mnist`.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use flate2::Compression;
@@ -10,29 +10,17 @@ use flate2::write::GzEncoder;
 
 use super::*;
 
-/// The real MNIST in `../shared/data/mnist`, loaded once for all tests;
-/// `None` where the directory is absent (a clone outside the project's
-/// workspace), with a note on stderr that shows even when `cargo test`
-/// captures the test's output. Files that are present must load.
+/// The real MNIST in `$FEDCLUSTER_DATA/mnist`, loaded once for all tests;
+/// `None` where it is absent, `test` skipped, saying so (failing instead
+/// where `$FEDCLUSTER_REQUIRE_DATA` lists `mnist`: see
+/// [`fedcluster_testkit::real_data`]). Files that are present must load.
 pub(crate) fn real_mnist(test: &str) -> Option<&'static Mnist> {
     static MNIST: OnceLock<Option<Mnist>> = OnceLock::new();
-    let dir = Path::new(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/data/mnist"
-    ));
-    let mnist = MNIST.get_or_init(|| {
-        dir.is_dir().then(|| match load_mnist(dir) {
-            Ok(m) => m,
-            Err(e) => panic!("the shared MNIST files must load: {e}"),
-        })
+    let dir = fedcluster_testkit::real_data("mnist", "MNIST", test)?;
+    let mnist = MNIST.get_or_init(|| match load_mnist(&dir) {
+        Ok(m) => Some(m),
+        Err(e) => panic!("the MNIST files in {} must load: {e}", dir.display()),
     });
-    if mnist.is_none() {
-        let _ = writeln!(
-            std::io::stderr(),
-            "SKIPPED {test}: no MNIST at {} (see the README's Data section)",
-            dir.display()
-        );
-    }
     mnist.as_ref()
 }
 

@@ -1,7 +1,8 @@
 //! The run directory: `config.toml` (resolved), `metrics.csv` (a row per round of
 //! the selected replica), `replicas.csv` (every replica, when there are several),
-//! `timing.csv` (seconds and bytes per round) and `summary.json`.
-//! [`RUN_FILES`] lists every file a run directory may hold, these and the
+//! `timing.csv` (seconds and bytes per round), `summary.json` and `curves.svg`
+//! (the training curves, [`curves`]). docs/metrics.md defines every column and
+//! field. [`RUN_FILES`] lists every file a run directory may hold, these and the
 //! ones other writers add: `models.safetensors` ([`crate::model_file`]),
 //! `replies.csv` (`fedcluster serve`), `diverged.txt` (the reproduction
 //! harness), `error.txt` ([`RunDir::fail`]) and `checkpoint.bin` with its
@@ -11,7 +12,8 @@
 //! Files are written into `DIR.partial` and the directory is renamed to `DIR`
 //! only once everything is on disk, so a directory named `DIR` is always
 //! complete. `metrics.csv` holds no timings, so it is byte-identical for the same
-//! config and seed whatever the thread count.
+//! config and seed whatever the thread count (and so is `curves.svg`, drawn
+//! from it).
 
 use std::fmt::Write as _;
 use std::fs;
@@ -22,7 +24,9 @@ use serde::{Deserialize, Serialize};
 
 use fedcluster_sim::record::RoundRecord;
 
+pub mod curves;
 pub mod target;
+pub use curves::{CURVES_FILE, curves_svg};
 pub use target::{DirLock, RUN_FILES, check_target, normalise, sibling};
 
 use fedcluster_core::limits::MAX_MODEL_VALUES;
@@ -79,8 +83,14 @@ pub struct Summary {
     pub seed: u64,
     /// Rounds run.
     pub rounds: usize,
-    /// Worker threads requested (0: one per core).
-    pub threads: usize,
+    /// Worker threads that ran the client halves in this process (the
+    /// request resolved: `threads_requested`, or one per core for 0); `null`
+    /// when the client halves ran elsewhere (`fedcluster serve`, a run whose
+    /// messages a host carries: `fedcluster.Server`, the Flower strategies).
+    pub threads: Option<usize>,
+    /// The config's `threads` (0: one per core).
+    #[serde(default)]
+    pub threads_requested: usize,
     /// Wall-clock seconds of the federated rounds.
     pub wall_seconds: f64,
     /// Mean seconds per round.
@@ -113,7 +123,8 @@ impl Summary {
             name: config.name.clone(),
             seed: config.seed,
             rounds,
-            threads: config.threads,
+            threads: outcome.threads,
+            threads_requested: config.threads,
             wall_seconds: outcome.wall_seconds,
             seconds_per_round: outcome.wall_seconds / rounds.max(1) as f64,
             bytes_down: selected.iter().map(|r| r.bytes_down).sum(),
@@ -388,6 +399,8 @@ pub struct Extras {
     /// `metrics.csv` and `timing.csv` hold the last round only (the summary
     /// still counts every round): for grids read off final numbers.
     pub last_round_only: bool,
+    /// `curves.svg`: the training curves of `metrics.csv`'s rows.
+    pub curves: bool,
 }
 
 impl Extras {
@@ -396,6 +409,7 @@ impl Extras {
         replicas: true,
         models: true,
         last_round_only: false,
+        curves: true,
     };
 }
 
@@ -411,15 +425,17 @@ pub fn write_run(
     let kept = |r: &&RoundRecord| {
         r.replica == outcome.selected && (!extras.last_round_only || r.round == last_round)
     };
-    dir.write(
-        "metrics.csv",
-        &metrics_csv(outcome.records.iter().filter(kept), false),
-    )?;
+    let rows: Vec<&RoundRecord> = outcome.records.iter().filter(kept).collect();
+    dir.write("metrics.csv", &metrics_csv(rows.iter().copied(), false))?;
+    if extras.curves {
+        let name = config.name.as_deref().unwrap_or(config.algorithm.name());
+        dir.write(CURVES_FILE, &curves_svg(name, &rows)?)?;
+    }
     if extras.replicas && outcome.replicas > 1 {
         dir.write("replicas.csv", &metrics_csv(&outcome.records, true))?;
     }
     let mut timing = String::from("round,seconds,bytes_down,bytes_up\n");
-    for r in outcome.records.iter().filter(kept) {
+    for r in &rows {
         let _ = writeln!(
             timing,
             "{},{},{},{}",

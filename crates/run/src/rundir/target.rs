@@ -18,6 +18,7 @@ pub const RUN_FILES: &[&str] = &[
     "replicas.csv",
     "timing.csv",
     "summary.json",
+    "curves.svg",
     "models.safetensors",
     "replies.csv",
     "diverged.txt",

@@ -24,7 +24,8 @@
 use fedcluster_data::TruthScale;
 
 use crate::reproduce::harness::{
-    Column, Experiment, Layout, Method, Metric, Plot, Setting, TEN_PERCENT, Table, config_file,
+    Column, Experiment, Layout, Method, Metric, Plot, Scale, Setting, TEN_PERCENT, Table,
+    config_file,
 };
 
 /// Noise levels σ of the (σ, R) grids (rows).
@@ -331,6 +332,8 @@ pub fn experiment(o: &Options) -> Experiment {
             metric: success,
             file: "success",
             x_label,
+            y_label: "success probability (fraction of data sets)",
+            scale: Scale::Fixed(0.0, 1.0),
         }],
         smoke: o.rounds != 300,
         last_round_only: true,

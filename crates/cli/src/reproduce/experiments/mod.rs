@@ -22,7 +22,8 @@ pub struct Protocol {
     pub rounds: Option<usize>,
     /// Seeds instead of the default.
     pub seeds: Option<usize>,
-    /// The real data set's directory.
+    /// The real data set's directory (`--data-dir`; `None`: the run
+    /// library's resolution, `<data root>/<dir_name>`).
     pub data_dir: Option<PathBuf>,
 }
 
@@ -34,7 +35,9 @@ impl Protocol {
             .max(1)
     }
 
-    /// The override pointing `data.data_dir` at `--data-dir`.
+    /// The override pointing `data.data_dir` at `--data-dir` (`None`
+    /// without it: the data set is then found where `fedcluster run` finds
+    /// it).
     pub fn data_dir_override(&self) -> Option<String> {
         self.data_dir.as_deref().map(data_dir_override)
     }

@@ -22,6 +22,7 @@ use crate::progress::LineLog;
 use fedcluster_run::config::RunConfig;
 use fedcluster_run::experiment::{build_data_set, build_model, execute_with};
 
+pub use fedcluster_run::chart::Scale;
 pub(crate) use spec::config_file;
 pub use spec::{
     Claim, Column, ConfigFile, Experiment, FIGURES_ONLY, Field, Gap, Layout, Method, Metric,

@@ -11,7 +11,7 @@ use super::Cell;
 use super::numbers::{digits, mean_std};
 use super::spec::{Experiment, Layout, Metric, Plot, Table};
 use super::stored::{Finished, RunKey, write_csv};
-use crate::plot::{Series, line_chart};
+use crate::plot::{Scale, Series, line_chart};
 use crate::table::render;
 use fedcluster_run::whole_file::write_whole;
 
@@ -430,7 +430,8 @@ impl Cells<'_> {
                             &format!("{}, seed 1", setting.label),
                             "round",
                             &y,
-                            &series,
+                            Scale::Fit,
+                            series,
                         )?;
                         files.push(format!("plot `{file}`"));
                     }
@@ -439,6 +440,8 @@ impl Cells<'_> {
                     metric,
                     file,
                     x_label,
+                    y_label,
+                    scale,
                 } => {
                     let (rows, _) = self.grid_axes();
                     let series: Vec<Series> = rows
@@ -459,7 +462,7 @@ impl Cells<'_> {
                         })
                         .collect();
                     let path = out.join(format!("{file}.svg"));
-                    line_chart(&path, &self.exp.title, x_label, "mean over seeds", &series)?;
+                    line_chart(&path, &self.exp.title, x_label, y_label, scale, series)?;
                     files.push(format!("plot `{file}.svg`"));
                 }
             }

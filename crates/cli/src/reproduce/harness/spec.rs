@@ -4,6 +4,7 @@
 //! [`super::run`] does the rest.
 
 use fedcluster_data::DataView;
+use fedcluster_run::chart::Scale;
 use fedcluster_sim::record::RoundRecord;
 
 /// A paper experiment as data.
@@ -300,8 +301,8 @@ pub enum Plot {
         /// Plot `log10` of the values.
         log10: bool,
     },
-    /// One chart: the metric's mean against the settings' grid x, a line per
-    /// grid row.
+    /// One chart: the metric's mean over seeds against the settings' grid x,
+    /// a line per grid row.
     Grid {
         /// What is plotted.
         metric: Metric,
@@ -309,6 +310,11 @@ pub enum Plot {
         file: &'static str,
         /// The x axis' label.
         x_label: &'static str,
+        /// The y axis' label: what the mean over seeds is (the IFCA success
+        /// metric's mean is a success probability).
+        y_label: &'static str,
+        /// How the y axis spans the values (a probability: 0 to 1).
+        scale: Scale,
     },
 }
 

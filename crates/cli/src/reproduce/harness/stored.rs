@@ -52,6 +52,7 @@ pub fn save(
                     replicas: false,
                     models: false,
                     last_round_only,
+                    curves: false,
                 },
             )?;
         }

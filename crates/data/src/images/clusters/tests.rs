@@ -326,14 +326,14 @@ fn specs_read_from_toml() {
     let s: ImageClustersSpec = toml::from_str(
         "transforms = [\"identity\", \"invert\"]\n\
          clients = 100\npoints_per_client = 600\ntest_clients = 10\n\
-         data_dir = \"../shared/data/mnist\"\n",
+         data_dir = \"data/mnist\"\n",
     )
     .unwrap();
     assert_eq!(s.transforms, [Transform::Identity, Transform::Invert]);
     assert!(!s.downsample);
     assert_eq!(
         s.data_dir.as_deref(),
-        Some(std::path::Path::new("../shared/data/mnist"))
+        Some(std::path::Path::new("data/mnist"))
     );
     assert_eq!(s.check_sizes(60_000, 10_000), Ok(()));
     let bad = "transforms = [\"identity\"]\nclients = 1\npoints_per_client = 1\n\

@@ -265,7 +265,11 @@ fn femnist_refuses_bad_directories_naming_file_and_user() {
     .err()
     .unwrap();
     assert_eq!(e.field(), "data_dir");
-    assert!(e.to_string().contains("FEMNIST needs"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("FEMNIST: no data directory given: set data.data_dir"),
+        "{e}"
+    );
 
     // Every message is one line.
     for users in [&short, &label, &empty, &text] {
