@@ -199,3 +199,26 @@ pub fn small_runs(name: &str) -> Vec<String> {
     };
     tables.iter().map(|table| small(table, 8)).collect()
 }
+
+/// An IDX images file (magic 0x0803) of `count` `side x side` images, pixel
+/// `p` of image `i` being `pixel(i, p)`.
+pub fn idx_images(count: u32, side: u32, pixel: impl Fn(u32, u32) -> u8) -> Vec<u8> {
+    let mut out = Vec::new();
+    for w in [0x0000_0803u32, count, side, side] {
+        out.extend(w.to_be_bytes());
+    }
+    for i in 0..count {
+        out.extend((0..side * side).map(|p| pixel(i, p)));
+    }
+    out
+}
+
+/// An IDX labels file (magic 0x0801) of `count` labels `i % 10`.
+pub fn idx_labels(count: u32) -> Vec<u8> {
+    let mut out = Vec::new();
+    for w in [0x0000_0801u32, count] {
+        out.extend(w.to_be_bytes());
+    }
+    out.extend((0..count).map(|i| (i % 10) as u8));
+    out
+}

@@ -11,26 +11,13 @@ use std::path::Path;
 /// 8x8 images whose pixels differ, labels `i % 10`.
 fn write_idx_set(dir: &Path, train: u32, test: u32) {
     let images = |count: u32, base: u32| {
-        let mut out = Vec::new();
-        for w in [0x0000_0803u32, count, 8, 8] {
-            out.extend(w.to_be_bytes());
-        }
-        out.extend((0..count * 64).map(|p| ((base + p * 7) % 256) as u8));
-        out
-    };
-    let labels = |count: u32| {
-        let mut out = Vec::new();
-        for w in [0x0000_0801u32, count] {
-            out.extend(w.to_be_bytes());
-        }
-        out.extend((0..count).map(|i| (i % 10) as u8));
-        out
+        common::idx_images(count, 8, |i, p| ((base + (i * 64 + p) * 7) % 256) as u8)
     };
     for (name, bytes) in [
         ("train-images-idx3-ubyte", images(train, 0)),
-        ("train-labels-idx1-ubyte", labels(train)),
+        ("train-labels-idx1-ubyte", common::idx_labels(train)),
         ("t10k-images-idx3-ubyte", images(test, 3)),
-        ("t10k-labels-idx1-ubyte", labels(test)),
+        ("t10k-labels-idx1-ubyte", common::idx_labels(test)),
     ] {
         std::fs::write(dir.join(name), bytes).unwrap();
     }

@@ -1,11 +1,11 @@
 //! Labelled image sets, whatever their source (MNIST's IDX files, CIFAR's
 //! binary batches): [`ImageSet`], the one type their readers return and the
 //! cluster partitions take, the channel-aware [`transform`]s that define
-//! clusters over them, the [`clusters`] partitions themselves, and a
-//! joining process's [`own`] clients of one.
+//! clusters over them, the [`clusters`] partitions themselves, and an image
+//! set's row of the data-set table ([`kind`]).
 
 pub mod clusters;
-pub mod own;
+pub mod kind;
 pub mod transform;
 
 use fedcluster_core::ImageShape;

@@ -4,14 +4,11 @@
 
 use std::path::{Path, PathBuf};
 
-use fedcluster_core::ClientId;
-
 use super::{MNIST_TEST_IMAGES, MNIST_TRAIN_IMAGES, MnistAnchoredSpec, load_mnist, mnist_anchored};
 use crate::data_set::DataSet;
 use crate::error::Result;
-use crate::images::own::own_image_clients;
-use crate::images::{ImageClustersData, ImageClustersSpec};
-use crate::table::{DataKind, Files, Own, required_dir};
+use crate::images::kind::image_kind;
+use crate::table::{DataKind, Files, required_dir};
 
 /// What both MNIST kinds read.
 const MNIST_FILES: Files = Files {
@@ -21,37 +18,14 @@ const MNIST_FILES: Files = Files {
     fetch: Some("mnist"),
 };
 
-/// `kind = "mnist"`: an [`ImageClustersSpec`] partition of MNIST, its
-/// training clients transformed on demand.
-pub struct MnistClusters;
+/// The canonical MNIST's training and test images (Fashion-MNIST's too).
+pub(crate) const MNIST_SIZES: (usize, usize) = (MNIST_TRAIN_IMAGES, MNIST_TEST_IMAGES);
 
-impl DataKind for MnistClusters {
-    type Spec = ImageClustersSpec;
-
-    const FILES: Option<Files> = Some(MNIST_FILES);
-
-    fn validate(spec: &Self::Spec) -> Result<()> {
-        spec.check_sizes(MNIST_TRAIN_IMAGES, MNIST_TEST_IMAGES)
-    }
-
-    fn data_dir(spec: &Self::Spec) -> Option<&Path> {
-        spec.data_dir.as_deref()
-    }
-
-    fn data_dir_mut(spec: &mut Self::Spec) -> Option<&mut Option<PathBuf>> {
-        Some(&mut spec.data_dir)
-    }
-
-    fn build(spec: &Self::Spec, seed: u64) -> Result<DataSet> {
-        let mnist = load_mnist(required_dir::<Self>(spec)?)?;
-        ImageClustersData::new(mnist, spec, seed, "mnist").map(|d| DataSet::Images(Box::new(d)))
-    }
-
-    fn own_clients(spec: &Self::Spec, seed: u64, ids: &[ClientId]) -> Option<Result<Own>> {
-        let own = || own_image_clients(&load_mnist(required_dir::<Self>(spec)?)?, spec, seed, ids);
-        Some(own())
-    }
-}
+image_kind!(
+    /// `kind = "mnist"`: an [`ImageClustersSpec`](crate::images::ImageClustersSpec)
+    /// partition of MNIST, its training clients transformed on demand.
+    MnistClusters, "mnist", MNIST_FILES, MNIST_SIZES, load_mnist
+);
 
 /// `kind = "mnist-anchored"`: [`MnistAnchoredSpec`].
 pub struct MnistAnchored;
