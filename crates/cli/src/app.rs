@@ -98,6 +98,10 @@ enum Command {
         /// No progress bar.
         #[arg(long, short)]
         quiet: bool,
+        /// Refuse the run when its memory estimate exceeds SIZE (e.g. 2G;
+        /// default: the memory the machine has).
+        #[arg(long, value_name = "SIZE", value_parser = fedcluster_run::memory::parse_size)]
+        max_memory: Option<u64>,
     },
     /// Reproduce a paper experiment: run its grid (resumably) and write its report.
     Reproduce {
@@ -150,6 +154,7 @@ impl Command {
                 resume,
                 checkpoint_every,
                 quiet,
+                max_memory,
             } => {
                 let mut overrides = overrides;
                 overrides.extend(data_dir.as_deref().map(data_dir_override));
@@ -159,6 +164,7 @@ impl Command {
                     resume,
                     checkpoint_every,
                     quiet,
+                    max_memory,
                 };
                 run(config, out, overrides, threads, output)
             }

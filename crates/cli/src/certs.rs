@@ -35,6 +35,9 @@ pub fn generate(dir: &Path, server_names: &[String], overwrite: bool) -> Result<
             dir.join(name).display()
         );
     }
+    if server_names.iter().any(|n| n.trim().is_empty()) {
+        bail!("--server-name: a name must not be empty (give a DNS name or an IP address)");
+    }
     let files = pem_files(server_names)?;
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     for (name, text) in &files {

@@ -6,6 +6,9 @@
 //! `fedcluster data leaf-shakespeare --out DIR` builds LEAF Shakespeare from
 //! the Project Gutenberg plays and writes it as a LEAF directory (`train/`,
 //! `test/`, `stats.md`), with its counts beside LEAF's published ones.
+//!
+//! `fedcluster data export CONFIG --out DIR` writes a config's data set as a
+//! federation directory (see [`crate::data_export`]).
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -29,6 +32,9 @@ pub enum DataCommand {
     Fetch(FetchArgs),
     /// LEAF Shakespeare from the plays, written as LEAF's JSON files.
     LeafShakespeare(LeafShakespeareArgs),
+    /// Write a config's data set (train and test clients, ground truth) as
+    /// a federation directory, the format `[data] kind = "files"` reads.
+    Export(crate::data_export::ExportArgs),
 }
 
 /// `fedcluster data leaf-shakespeare`.
@@ -52,6 +58,7 @@ impl DataCommand {
         match self {
             DataCommand::Fetch(args) => fetch(&args),
             DataCommand::LeafShakespeare(args) => leaf_shakespeare(&args),
+            DataCommand::Export(args) => crate::data_export::export(&args),
         }
     }
 }
@@ -66,6 +73,10 @@ fn leaf_shakespeare(args: &LeafShakespeareArgs) -> Result<()> {
         "--train-fraction {}: must be in (0, 1)",
         args.train_fraction
     );
+    // One writer per data set: a second `data leaf-shakespeare` into the same
+    // --out is refused until this one has finished.
+    let out = fedcluster_run::rundir::normalise(&args.out)?;
+    let _lock = fedcluster_run::rundir::DirLock::take(&out)?;
     let plays = plays_dir(args);
     eprintln!("reading the plays in {}", plays.display());
     let (users, stats) = users_from_plays(&plays, args.train_fraction).with_context(|| {

@@ -9,6 +9,7 @@ pub mod app;
 pub mod bench;
 pub mod certs;
 pub mod data_command;
+pub mod data_export;
 pub mod fetch;
 pub mod net_commands;
 pub mod plot;

@@ -65,6 +65,10 @@ pub struct ServeArgs {
     /// No progress bar.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Refuse the run when the memory its data set declares exceeds SIZE
+    /// (e.g. 2G; default: the memory the machine has).
+    #[arg(long, value_name = "SIZE", value_parser = fedcluster_run::memory::parse_size)]
+    pub max_memory: Option<u64>,
     /// Fault injection (tests): exit as if killed once round R is logged.
     #[arg(long, hide = true)]
     pub crash_after_round: Option<usize>,
@@ -147,6 +151,7 @@ pub fn serve(args: ServeArgs) -> Result<()> {
         overwrite,
         crash_after_round,
         quiet,
+        max_memory,
     } = args;
     let mut overrides = overrides;
     overrides.extend(data_dir.as_deref().map(data_dir_override));
@@ -171,7 +176,8 @@ pub fn serve(args: ServeArgs) -> Result<()> {
         resume,
         crash_after_round,
     };
-    serve_run(&config, out, overrides, options, overwrite, quiet)
+    let output = (overwrite, quiet, max_memory);
+    serve_run(&config, out, overrides, options, output)
 }
 
 /// `fedcluster join`: one or more clients of a networked run.
@@ -261,10 +267,12 @@ fn serve_run(
     out: Option<PathBuf>,
     overrides: Vec<String>,
     mut options: network::ServeOptions,
-    overwrite: bool,
-    quiet: bool,
+    (overwrite, quiet, max_memory): (bool, bool, Option<u64>),
 ) -> Result<()> {
     let config = RunConfig::load(path, &overrides)?;
+    if let Some(declared) = fedcluster_run::memory::declared_data(&config) {
+        fedcluster_run::memory::check(&declared, max_memory)?;
+    }
     let stem = path
         .file_stem()
         .map_or("run".into(), |s| s.to_string_lossy().into_owned());

@@ -209,9 +209,26 @@ impl Reproduce {
     /// Runs the experiment; prints its tables and where the report is.
     pub fn run(self) -> Result<()> {
         let (exp, options) = self.experiment();
+        refuse_run_dir(&options.out)?;
         let tables = harness::run(&exp, &options)?;
         print!("{tables}");
         println!("report: {}", options.out.join("report.md").display());
         Ok(())
     }
+}
+
+/// Fails when `out` is the run directory of a `fedcluster run` (it holds
+/// `metrics.csv` or `checkpoint.bin`): a reproduction writes `runs/`, its
+/// report and tables beside them, never into another run's directory.
+fn refuse_run_dir(out: &std::path::Path) -> Result<()> {
+    let partial = fedcluster_run::rundir::sibling(out, "partial");
+    for marker in [out.join("metrics.csv"), partial.join("checkpoint.bin")] {
+        anyhow::ensure!(
+            std::fs::symlink_metadata(&marker).is_err(),
+            "--out {}: the directory of a `fedcluster run` (it holds {}); choose another --out",
+            out.display(),
+            marker.display()
+        );
+    }
+    Ok(())
 }

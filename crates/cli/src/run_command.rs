@@ -11,6 +11,7 @@ use crate::table::{metric, render};
 use fedcluster_run::checkpoint::{CHECKPOINT_FILE, Policy};
 use fedcluster_run::config::{DEFAULT_CONFIG, RunConfig};
 use fedcluster_run::experiment::{Control, build_data_set, build_model, execute_controlled};
+use fedcluster_run::memory;
 use fedcluster_run::rundir::{Extras, RunDir, free_run_dir, sibling, write_run};
 
 /// How `run` writes its directory.
@@ -23,6 +24,8 @@ pub struct Output {
     pub checkpoint_every: usize,
     /// No progress bar.
     pub quiet: bool,
+    /// `--max-memory`: the memory the run may take (default: the machine's).
+    pub max_memory: Option<u64>,
 }
 
 /// Runs `path` (the embedded default if none) with `overrides` and
@@ -61,9 +64,22 @@ pub fn run(
         every: Duration::from_secs(60),
         resume: output.resume,
     };
+    if output.resume && std::fs::symlink_metadata(&checkpoint.path).is_err() {
+        eprintln!(
+            "nothing to resume: no {} (the run starts from its first round)",
+            checkpoint.path.display()
+        );
+    }
+    if let Some(declared) = memory::declared_data(&config) {
+        memory::check(&declared, output.max_memory)?;
+    }
     let data_set = build_data_set(&config)?;
     let data = data_set.view();
     let model = build_model(&config, &data)?;
+    memory::check(
+        &memory::estimate(&config, &data, model.as_ref()),
+        output.max_memory,
+    )?;
     let progress = RoundProgress::start(&out.display().to_string(), config.rounds, output.quiet);
     let (summary, written) = reserved.run_into(
         |ready| {

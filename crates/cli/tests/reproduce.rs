@@ -25,6 +25,16 @@ fn the_grid_is_saved_resumed_extended_and_reported() {
     assert_eq!(first.len(), 2 * 3 * 2);
     let report = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(report.contains("## Verdicts"), "{report}");
+    // The paper's claims, checked, between the verdicts and the protocol.
+    let claims = report.find("## Claims").expect("a Claims section");
+    assert!(report.find("## Verdicts") < Some(claims), "{report}");
+    assert!(Some(claims) < report.find("## Protocol"), "{report}");
+    assert!(
+        report.contains(
+            "- \"IFCA finds the clusters a global model cannot\" (the fixture's Table). **holds**: "
+        ),
+        "{report}"
+    );
     // IFCA recovers the clusters (paper 0): reproduced; the global model's one
     // model cannot (misclustering 0.5 is its floor here, the "paper" says 0.5).
     assert!(report.contains("| σ = 0.1 | IFCA "), "{report}");

@@ -30,6 +30,10 @@
 //!   from its `.tar.gz`) as 32x32x3 [`ImageSet`]s, and writers of files in
 //!   that format for tests and benchmarks.
 //!
+//! - [`files`]: a user's own federation on disk (`kind = "files"`):
+//!   `federation.json` and per-client arrays in safetensors or `.npz`, or a
+//!   LEAF directory of any task; read, and written from any data set.
+//!
 //! Every random draw comes from a [`fedcluster_core::rng::stream`] keyed by what
 //! it is for and by the client it belongs to, so a client's data do not depend on
 //! how many other clients are generated or in which order.
@@ -39,10 +43,12 @@ mod data_set;
 pub mod dataset;
 pub mod error;
 pub mod fashion_mnist;
+pub mod files;
 pub mod images;
 pub mod labelled;
 pub mod leaf;
 pub mod mnist;
+pub mod regular;
 pub mod synthetic;
 pub mod table;
 pub mod view;
@@ -62,6 +68,7 @@ data_table! {
     Cifar10 = "cifar10" in cifar_kinds::Cifar10,
     Cifar100 = "cifar100" in cifar_kinds::Cifar100,
     Cifar100Coarse = "cifar100-coarse" in cifar_kinds::Cifar100Coarse,
+    Files = "files" in files::FederationFiles,
 }
 
 use cifar::kinds as cifar_kinds;

@@ -4,7 +4,9 @@
 //! FEMNIST data set built on it, and the CIFAR readers (batch files, their `.tar.gz` damaged inside or outside
 //! the compression) must give a value or an error naming the file, never a
 //! panic; what a reader accepts must be what the header (or the file's size)
-//! declared.
+//! declared. A federation directory (`kind = "files"`) with its manifest, a
+//! client's arrays (safetensors or `.npz`) or its true parameters damaged
+//! reads as a valid data set or an error naming a file in it.
 
 use std::io::{Read as _, Write as _};
 use std::path::Path;
@@ -16,11 +18,13 @@ use proptest::prelude::*;
 use fedcluster_data::cifar::{
     Cifar, Cifar100Labels, CifarRecords, SetForm, load_cifar10, load_cifar100, write_cifar_set,
 };
+use fedcluster_data::files::{ArrayFormat, read_federation, write_federation};
 use fedcluster_data::leaf::json::UserRef;
 use fedcluster_data::leaf::{LeafUser, Split, read_leaf_json, write_leaf_json};
 use fedcluster_data::mnist::idx::{
     IMAGES_MAGIC, LABELS_MAGIC, parse_images, parse_labels, read_images, read_labels,
 };
+use fedcluster_data::{ClientData, FederatedData, GroundTruth, TargetsOwned, Task};
 
 fn images(count: u32, rows: u32, cols: u32) -> Vec<u8> {
     let mut out = Vec::new();
@@ -261,5 +265,48 @@ proptest! {
         std::fs::write(&path, &input).unwrap();
         cifar_loads(set, &path, &path)?;
         cifar_loads(set, dir.path(), &path)?;
+    }
+
+    #[test]
+    fn damaged_federation_files_read_as_valid_data_or_an_error_naming_the_file(
+        npz in any::<bool>(), which in 0usize..4, edits in edits(),
+        bytes in proptest::collection::vec(any::<u8>(), 0..64), arbitrary in any::<bool>(),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let fed = dir.path().join("fed");
+        let format = if npz { ArrayFormat::Npz } else { ArrayFormat::Safetensors };
+        write_federation(&federation(), &fed, format, false).unwrap();
+        let ext = format.extension();
+        let names = ["federation.json".to_string(), format!("train/0.{ext}"),
+            format!("test/0.{ext}"), format!("truth.{ext}")];
+        let path = fed.join(&names[which]);
+        let input = if arbitrary { bytes } else { mutate(std::fs::read(&path).unwrap(), &edits) };
+        std::fs::write(&path, &input).unwrap();
+        match read_federation(&fed) {
+            Ok(data) => prop_assert!(data.validate().is_ok()),
+            Err(e) => names_the_file(&e.to_string(), &fed),
+        }
+    }
+}
+
+/// A small regression federation with true clusters and parameters.
+fn federation() -> FederatedData {
+    let client = |v: f32| ClientData {
+        x: vec![v, 1.0, -v, 0.5],
+        y: TargetsOwned::Real(vec![v, -v]),
+    };
+    FederatedData {
+        name: "fuzz".into(),
+        dim: 2,
+        task: Task::Regression,
+        image: None,
+        train: vec![client(1.0), client(2.0)],
+        test: vec![client(3.0)],
+        truth: GroundTruth {
+            clusters: 2,
+            train_labels: vec![0, 1],
+            test_labels: vec![1],
+            params: Some(vec![vec![1.0, 0.0], vec![0.0, 1.0]]),
+        },
     }
 }

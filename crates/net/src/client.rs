@@ -366,7 +366,8 @@ fn register(
                     .max_encoding_message_size(MAX_MESSAGE);
                 let reply = rpc
                     .register(RegisterRequest {
-                        client_id: id as u32,
+                        client_id: u32::try_from(id).unwrap_or(u32::MAX),
+                        client_id_64: id as u64,
                         protocol: PROTOCOL_VERSION,
                         fresh,
                     })

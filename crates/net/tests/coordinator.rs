@@ -121,6 +121,7 @@ async fn register(rpc: &mut Rpc, id: u32) -> String {
         client_id: id,
         protocol: PROTOCOL_VERSION,
         fresh: true,
+        client_id_64: 0,
     })
     .await
     .unwrap()
@@ -275,6 +276,7 @@ fn wrong_tokens_and_oversized_messages_are_refused_and_the_coordinator_stays_up(
                 client_id: 0,
                 protocol: PROTOCOL_VERSION,
                 fresh: true,
+                client_id_64: 0,
             })
             .await
             .unwrap_err();
@@ -285,6 +287,7 @@ fn wrong_tokens_and_oversized_messages_are_refused_and_the_coordinator_stays_up(
                 client_id: 0,
                 protocol: PROTOCOL_VERSION,
                 fresh: true,
+                client_id_64: 0,
             })
             .await
             .unwrap_err()
@@ -292,6 +295,22 @@ fn wrong_tokens_and_oversized_messages_are_refused_and_the_coordinator_stays_up(
             tonic::Code::Unauthenticated
         );
         let mut rpc = connect(addr, Some(TOKEN)).await;
+        // Client 2^32 is refused as itself, not wrapped onto client 0.
+        let wide = rpc
+            .register(RegisterRequest {
+                client_id: u32::MAX,
+                protocol: PROTOCOL_VERSION,
+                fresh: true,
+                client_id_64: 1 << 32,
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(wide.code(), tonic::Code::InvalidArgument);
+        assert!(
+            wide.message().contains("client 4294967296"),
+            "{}",
+            wide.message()
+        );
         let session = register(&mut rpc, 0).await;
         let big = vec![0u8; MAX_CHUNK + (1 << 20)];
         let oversized = rpc

@@ -1,7 +1,7 @@
 //! `fedcluster.Client`: one client's half of the configured algorithm
 //! ([`fedcluster_run::hosted_client`]).
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use anyhow::bail;
 use numpy::{PyArray1, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2};
@@ -14,12 +14,16 @@ use fedcluster_run::hosted_client::HostedClient;
 
 use crate::config::Config;
 use crate::errors::failed;
+use crate::model::{PyModel, checked};
 
 /// One client's half, its data and model.
 #[pyclass(module = "fedcluster._native")]
 pub struct Client {
     // Behind a mutex for `Sync`; only ever reached through `&mut self`.
     half: Mutex<HostedClient>,
+    /// The Python model the half trains, if given (its errors are raised
+    /// after each reply).
+    model: Option<Arc<PyModel>>,
 }
 
 impl Client {
@@ -32,29 +36,41 @@ impl Client {
 
 #[pymethods]
 impl Client {
-    /// Client `client` of the config's data set (its training data only).
+    /// Client `client` of the config's data set (its training data only);
+    /// with `model` (a Python object following
+    /// `fedcluster.model.ModelProtocol`), it trains that model.
     #[new]
-    fn new(py: Python<'_>, config: &Config, client: usize) -> PyResult<Self> {
-        let config = &config.config;
-        let half = py
-            .detach(|| HostedClient::from_config(config, client))
-            .map_err(failed)?;
-        Ok(Self {
-            half: Mutex::new(half),
-        })
+    #[pyo3(signature = (config, client, model = None))]
+    fn new(
+        py: Python<'_>,
+        config: &Config,
+        client: usize,
+        model: Option<Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let mut clients = Self::many(py, config, vec![client], model)?;
+        Ok(clients.remove(0))
     }
 
     /// Clients `clients` of the config's data set, the data set built once.
     #[staticmethod]
-    fn many(py: Python<'_>, config: &Config, clients: Vec<usize>) -> PyResult<Vec<Self>> {
+    #[pyo3(signature = (config, clients, model = None))]
+    fn many(
+        py: Python<'_>,
+        config: &Config,
+        clients: Vec<usize>,
+        model: Option<Bound<'_, PyAny>>,
+    ) -> PyResult<Vec<Self>> {
+        let py_model = crate::model::given(model.as_ref())?;
+        let given = crate::model::shared(&py_model);
         let config = &config.config;
         let halves = py
-            .detach(|| HostedClient::from_config_many(config, &clients))
+            .detach(|| HostedClient::from_config_many_with_model(config, &clients, given))
             .map_err(failed)?;
         Ok(halves
             .into_iter()
             .map(|half| Self {
                 half: Mutex::new(half),
+                model: py_model.clone(),
             })
             .collect())
     }
@@ -62,34 +78,33 @@ impl Client {
     /// Client `client` holding `features` (`n x d`, `float32`) and real
     /// `targets` (`n`, `float32`, regression).
     #[staticmethod]
+    #[pyo3(signature = (config, client, features, targets, model = None))]
     fn with_real_targets(
         config: &Config,
         client: usize,
         features: PyReadonlyArray2<'_, f32>,
         targets: PyReadonlyArray1<'_, f32>,
+        model: Option<Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let y = TargetsOwned::Real(targets.as_array().to_vec());
-        Self::with_data(config, client, features, y, Task::Regression)
+        Self::with_data(config, client, features, y, Task::Regression, model)
     }
 
     /// Client `client` holding `features` (`n x d`, `float32`) and class
     /// `targets` (`n`, `uint32`, each below `classes`).
     #[staticmethod]
+    #[pyo3(signature = (config, client, features, targets, classes, model = None))]
     fn with_class_targets(
         config: &Config,
         client: usize,
         features: PyReadonlyArray2<'_, f32>,
         targets: PyReadonlyArray1<'_, u32>,
         classes: usize,
+        model: Option<Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let y = TargetsOwned::Class(targets.as_array().to_vec());
-        Self::with_data(
-            config,
-            client,
-            features,
-            y,
-            Task::Classification { classes },
-        )
+        let task = Task::Classification { classes };
+        Self::with_data(config, client, features, y, task, model)
     }
 
     /// This client's id.
@@ -135,8 +150,9 @@ impl Client {
             num_clients,
         };
         let message = message.to_vec();
-        let half = self.half();
-        let reply = py.detach(|| half.handle(ctx, &message)).map_err(failed)?;
+        let half = self.half.get_mut().unwrap_or_else(PoisonError::into_inner);
+        let reply = py.detach(|| half.handle(ctx, &message)).map_err(failed);
+        let reply = checked(&self.model, reply)?;
         Ok(PyBytes::new(py, &reply))
     }
 
@@ -159,7 +175,10 @@ impl Client {
         features: PyReadonlyArray2<'_, f32>,
         y: TargetsOwned,
         task: Task,
+        model: Option<Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
+        let py_model = crate::model::given(model.as_ref())?;
+        let given = crate::model::shared(&py_model);
         let x = features.as_array();
         let (n, dim) = x.dim();
         let half = (|| {
@@ -170,11 +189,12 @@ impl Client {
                 x: x.iter().copied().collect(),
                 y,
             };
-            HostedClient::from_data(&config.config, client, data, dim, task)
+            HostedClient::from_data_with_model(&config.config, client, data, dim, task, given)
         })()
         .map_err(failed)?;
         Ok(Self {
             half: Mutex::new(half),
+            model: py_model,
         })
     }
 }

@@ -10,6 +10,9 @@
 //!   Python (the bring-your-own-PyTorch adapter).
 //! - [`command::main`]: the `fedcluster` command line itself (the Rust
 //!   binary's), for the package's `fedcluster` console command.
+//! - [`model::PyModel`]: a model written in Python (a user's PyTorch
+//!   module) behind the Rust `Model` trait, taken by `run`, `Server` and
+//!   `Client` in place of the config's `[model]`.
 //! - [`messages`]: the algorithm table (names, type names, titles: the
 //!   Flower strategy classes derive from it) and any algorithm's messages
 //!   decoded by its name.
@@ -24,6 +27,7 @@ mod config;
 mod errors;
 mod ifca;
 mod messages;
+mod model;
 mod run;
 mod server;
 
@@ -37,6 +41,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<config::Config>()?;
     m.add_class::<server::Server>()?;
     m.add_class::<client::Client>()?;
+    m.add_class::<model::Draws>()?;
     m.add_function(wrap_pyfunction!(run::run, m)?)?;
     m.add_function(wrap_pyfunction!(command::main, m)?)?;
     m.add_function(wrap_pyfunction!(config::default_config, m)?)?;

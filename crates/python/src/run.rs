@@ -5,7 +5,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use fedcluster_run::config::RunConfig;
-use fedcluster_run::experiment::{build_data_set, build_model, execute_with};
+use fedcluster_run::experiment::{build_data_set, execute_with, model_for};
 use fedcluster_run::outcome::Outcome;
 use std::path::{Path, PathBuf};
 
@@ -18,16 +18,22 @@ use crate::errors::failed;
 /// returns its outcome (see [`outcome_dict`]). The GIL is released while
 /// it runs.
 /// With `out`, the run's directory is written there as `fedcluster run
-/// --out` writes it (see [`save_run`]).
+/// --out` writes it (see [`save_run`]). With `model` (a Python object
+/// following `fedcluster.model.ModelProtocol`), the run trains it instead
+/// of the config's `[model]`; its first error is raised (see
+/// [`crate::model`]).
 #[pyfunction]
-#[pyo3(signature = (config, threads = 0, out = None, overwrite = false))]
+#[pyo3(signature = (config, threads = 0, out = None, overwrite = false, model = None))]
 pub fn run<'py>(
     py: Python<'py>,
     config: &Config,
     threads: usize,
     out: Option<PathBuf>,
     overwrite: bool,
+    model: Option<Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyDict>> {
+    let py_model = crate::model::given(model.as_ref())?;
+    let given = crate::model::shared(&py_model);
     let mut config = config.config.clone();
     if threads > 0 {
         config.threads = threads;
@@ -41,8 +47,10 @@ pub fn run<'py>(
                 .transpose()?;
             let data_set = build_data_set(&config)?;
             let data = data_set.view();
-            let model = build_model(&config, &data)?;
+            let model = model_for(&config, &data, given.as_ref())?;
             let outcome = execute_with(&config, &data, model.as_ref(), &mut |_| {})?;
+            // A model that failed leaves no run directory.
+            crate::model::check_run(&py_model)?;
             if let Some(reserved) = reserved {
                 let dir = reserved.create()?;
                 write_run(&dir, &config, &outcome, Extras::ALL)?;
@@ -50,7 +58,8 @@ pub fn run<'py>(
             }
             Ok(outcome)
         })
-        .map_err(failed)?;
+        .map_err(failed);
+    let outcome = crate::model::checked(&py_model, outcome)?;
     outcome_dict(py, &config, &outcome)
 }
 

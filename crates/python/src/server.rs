@@ -1,7 +1,7 @@
 //! `fedcluster.Server`: the configured server half, its messages carried by
 //! the caller ([`fedcluster_run::bridge`]).
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use numpy::PyArray1;
 use pyo3::prelude::*;
@@ -12,6 +12,7 @@ use fedcluster_run::config::RunConfig;
 
 use crate::config::Config;
 use crate::errors::failed;
+use crate::model::{PyModel, checked};
 use crate::run::{json, outcome_dict, save_run};
 
 /// The server half of a configured run, driven round by round.
@@ -20,6 +21,21 @@ pub struct Server {
     // Behind a mutex for `Sync`; only ever reached through `&mut self`.
     hosted: Mutex<Hosted>,
     config: RunConfig,
+    /// The Python model the run trains, if given (its errors are raised
+    /// after each call that ran it).
+    model: Option<Arc<PyModel>>,
+}
+
+impl Drop for Server {
+    /// The engine thread is joined with the GIL released: it may be
+    /// waiting for the GIL in a call of a Python model.
+    fn drop(&mut self) {
+        let hosted = self
+            .hosted
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner);
+        Python::attach(|py| py.detach(|| hosted.stop()));
+    }
 }
 
 impl Server {
@@ -33,19 +49,30 @@ impl Server {
 #[pymethods]
 impl Server {
     /// Builds the config's data set (for the metrics and the clients' sizes),
-    /// model and server half; `threads` > 0 replaces the config's.
+    /// model and server half; `threads` > 0 replaces the config's. With
+    /// `model` (a Python object following `fedcluster.model.ModelProtocol`)
+    /// the run trains it instead of the config's `[model]`.
     #[new]
-    #[pyo3(signature = (config, threads = 0))]
-    fn new(py: Python<'_>, config: &Config, threads: usize) -> PyResult<Self> {
+    #[pyo3(signature = (config, threads = 0, model = None))]
+    fn new(
+        py: Python<'_>,
+        config: &Config,
+        threads: usize,
+        model: Option<Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let py_model = crate::model::given(model.as_ref())?;
+        let given = crate::model::shared(&py_model);
         let mut config = config.config.clone();
         if threads > 0 {
             config.threads = threads;
         }
         let start = config.clone();
-        let hosted = py.detach(|| Hosted::start(start)).map_err(failed)?;
+        let hosted = py.detach(|| Hosted::start_with_model(start, given));
+        let hosted = checked(&py_model, hosted.map_err(failed))?;
         Ok(Self {
             hosted: Mutex::new(hosted),
             config,
+            model: py_model,
         })
     }
 
@@ -71,8 +98,12 @@ impl Server {
         &mut self,
         py: Python<'py>,
     ) -> PyResult<Option<(usize, usize, usize, Vec<(usize, Bound<'py, PyBytes>)>)>> {
-        let hosted = self.hosted();
-        let planned = py.detach(|| hosted.plan()).map_err(failed)?;
+        let hosted = self
+            .hosted
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner);
+        let planned = py.detach(|| hosted.plan()).map_err(failed);
+        let planned = checked(&self.model, planned)?;
         Ok(planned.map(|p| {
             let messages = (p.messages.iter())
                 .map(|(id, bytes)| (*id, PyBytes::new(py, bytes)))
@@ -97,8 +128,12 @@ impl Server {
         py: Python<'py>,
         allow_missing: bool,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let hosted = self.hosted();
-        let done = py.detach(|| hosted.finish(allow_missing)).map_err(failed)?;
+        let hosted = self
+            .hosted
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner);
+        let done = py.detach(|| hosted.finish(allow_missing)).map_err(failed);
+        let done = checked(&self.model, done)?;
         let out = PyDict::new(py);
         out.set_item("records", json(&done.records)?)?;
         let models: Vec<Bound<'py, PyArray1<f32>>> = (done.models.iter())

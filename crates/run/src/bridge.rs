@@ -11,6 +11,7 @@
 //! records back), and [`Hosted::outcome`] after the last round.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::thread::JoinHandle;
 
@@ -19,15 +20,15 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use fedcluster_algorithms::{Algorithm, Checked, Setup, Visit};
-use fedcluster_core::{ClientId, Message, RoundCtx, ServerHalf, TensorSpec};
+use fedcluster_core::{ClientId, Message, Model, RoundCtx, ServerHalf, TensorSpec};
 use fedcluster_net::codec;
 use fedcluster_sim::record::RoundRecord;
 use fedcluster_sim::{EngineError, Transport, check_plan, refused_shape};
 
 use crate::config::RunConfig;
 use crate::experiment::{
-    Driver, algorithm_field, build_data_set, build_model, check_starts_from, client_sizes,
-    initial_models, setup,
+    Driver, algorithm_field, build_data_set, check_starts_from, client_sizes, initial_models,
+    model_for, setup,
 };
 use crate::outcome::{Outcome, SoFar};
 
@@ -109,12 +110,18 @@ impl Hosted {
     /// thread; returns once the first round can be planned, or with the
     /// reason it cannot (the CLI's message).
     pub fn start(config: RunConfig) -> Result<Self> {
+        Self::start_with_model(config, None)
+    }
+
+    /// [`Hosted::start`] with `model` (a model built outside the config)
+    /// in place of the config's `[model]` where given.
+    pub fn start_with_model(config: RunConfig, model: Option<Arc<dyn Model>>) -> Result<Self> {
         let (to_engine, engine_inbox) = channel();
         let (to_host, from_engine) = channel();
         let engine = std::thread::Builder::new()
             .name("fedcluster-engine".into())
             .spawn(move || {
-                let outcome = run_engine(&config, &to_host, engine_inbox);
+                let outcome = run_engine(&config, model, &to_host, engine_inbox);
                 let _ = to_host.send(ToHost::Done(outcome));
             })
             .context("cannot start the engine thread")?;
@@ -290,8 +297,11 @@ impl Hosted {
     }
 }
 
-impl Drop for Hosted {
-    fn drop(&mut self) {
+impl Hosted {
+    /// Stops the engine thread and waits for it (what dropping does; a
+    /// host that must not block the engine while waiting, e.g. one holding
+    /// a lock the engine's model takes, calls it first without that lock).
+    pub fn stop(&mut self) {
         // A closed channel stops the engine at its next exchange.
         self.to_engine = None;
         if let Some(engine) = self.engine.take() {
@@ -300,15 +310,22 @@ impl Drop for Hosted {
     }
 }
 
+impl Drop for Hosted {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
 /// The engine thread: the configured run, its transport the host.
 fn run_engine(
     config: &RunConfig,
+    given: Option<Arc<dyn Model>>,
     to_host: &Sender<ToHost>,
     inbox: Receiver<ToEngine>,
 ) -> Result<Outcome> {
     let data_set = build_data_set(config)?;
     let data = data_set.view();
-    let model = build_model(config, &data)?;
+    let model = model_for(config, &data, given.as_ref())?;
     let driver = Driver::new(config, &data, model.as_ref())?;
     let sizes = client_sizes(&data);
     let initial = initial_models(config, model.as_ref())?;

@@ -6,11 +6,16 @@
 //! resumed from a checkpoint computes exactly what the uninterrupted run
 //! computed after that round, and writes the same `metrics.csv`.
 //!
-//! The file is `MAGIC` then MessagePack (self-describing, as the configs'
-//! tagged enums need; floats kept bit for bit): the resolved config (with `threads`
-//! cleared, since results do not depend on it), the next round, the records
-//! so far, the server and the clients' `(id, half)` pairs. A checkpoint of
-//! another config is refused, naming the file.
+//! The file is sealed ([`fedcluster_state::seal`]): MessagePack
+//! (self-describing, as the configs' tagged enums need; floats kept bit for
+//! bit) of the resolved config (with `threads` cleared, since results do not
+//! depend on it), the next round, the records so far, the server and the
+//! clients' `(id, half)` pairs, bound to the identity `fedcluster run
+//! checkpoint v2; config <SHA-256 of that config>` under a SHA-256 over both.
+//! Before a byte of it is decoded the whole file is checked in one streaming
+//! pass: a damaged checkpoint (a flipped bit, cut short, extended), one of
+//! another config, or a FIFO, directory or device in its place is refused
+//! naming the file, never resumed into a different result.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -29,8 +34,9 @@ use crate::outcome::SoFar;
 pub const CHECKPOINT_FILE: &str = "checkpoint.bin";
 /// Its temporary name while being written.
 pub const CHECKPOINT_TMP: &str = "checkpoint.bin.tmp";
-/// The first bytes of a checkpoint (format version 1).
-const MAGIC: &[u8; 8] = b"FCCKPT01";
+/// The largest checkpoint read back (64 GiB: above the state of the largest
+/// data set and models that `core::limits` allows).
+pub const MAX_CHECKPOINT_BYTES: u64 = 1 << 36;
 
 /// When a run checkpoints.
 #[derive(Debug, Clone)]
@@ -118,6 +124,15 @@ impl Schedule {
     }
 }
 
+/// The identity a checkpoint of the config `config` ([`config_key`]) is
+/// sealed with.
+fn identity(config: &str) -> String {
+    format!(
+        "fedcluster run checkpoint v2; config {}",
+        fedcluster_state::digest_hex(config.as_bytes())
+    )
+}
+
 /// Writes a checkpoint atomically.
 pub fn save<S: Serialize, C: Serialize>(
     path: &Path,
@@ -138,10 +153,14 @@ pub fn save<S: Serialize, C: Serialize>(
     let context = || format!("cannot write the checkpoint {}", tmp.display());
     let file = std::fs::File::create(&tmp).with_context(context)?;
     // Streamed: the state is never held twice in memory.
-    let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
-    out.write_all(MAGIC).with_context(context)?;
+    let out = std::io::BufWriter::with_capacity(1 << 20, file);
+    let mut out =
+        fedcluster_state::SealWriter::new(out, &identity(config)).with_context(context)?;
     rmp_serde::encode::write_named(&mut out, &saved).with_context(context)?;
+    out.flush().with_context(context)?;
     let file = out
+        .finish()
+        .with_context(context)?
         .into_inner()
         .map_err(|e| e.into_error())
         .with_context(context)?;
@@ -151,22 +170,29 @@ pub fn save<S: Serialize, C: Serialize>(
 }
 
 /// Reads the checkpoint at `path`, written by a run of the config `config`
-/// ([`config_key`]); `None` when there is none.
+/// ([`config_key`]); `None` when there is none. Checked whole before it is
+/// decoded (see the module docs).
 pub fn load<S: DeserializeOwned, C: DeserializeOwned>(
     path: &Path,
     config: &str,
 ) -> Result<Option<Saved<S, C>>> {
     use std::io::Read as _;
-    let file = match std::fs::File::open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+    let (file, len) = match fedcluster_state::verify_sealed_file(
+        path,
+        "checkpoint",
+        &identity(config),
+        MAX_CHECKPOINT_BYTES,
+    ) {
+        Ok(opened) => opened,
+        Err(e) if e.is_missing() => return Ok(None),
+        Err(fedcluster_state::StateError::OtherIdentity { .. }) => bail!(
+            "{}: the checkpoint was written by another config; resume with the same config and \
+             --set values, or pass --overwrite to start over",
+            path.display()
+        ),
+        Err(e) => bail!("{e}; pass --overwrite to start over"),
     };
-    let mut input = std::io::BufReader::with_capacity(1 << 20, file);
-    let mut magic = [0u8; 8];
-    if input.read_exact(&mut magic).is_err() || &magic != MAGIC {
-        bail!("{}: not a fedcluster checkpoint", path.display());
-    }
+    let input = std::io::BufReader::with_capacity(1 << 20, file.take(len));
     let saved: Saved<S, C> = rmp_serde::decode::from_read(input)
         .map_err(|e| anyhow::anyhow!("{}: damaged checkpoint: {e}", path.display()))?;
     if saved.config != config {

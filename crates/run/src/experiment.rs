@@ -138,6 +138,32 @@ pub fn build_model(config: &RunConfig, data: &DataView<'_>) -> Result<Box<dyn Mo
     config.model.build(&data.input())
 }
 
+/// The model a run trains: `given`, a model built outside the config (the
+/// Python package's model written in Python), once its input fits the
+/// data's samples; else the config's `[model]` built for `data`.
+pub fn model_for(
+    config: &RunConfig,
+    data: &DataView<'_>,
+    given: Option<&std::sync::Arc<dyn Model>>,
+) -> Result<std::sync::Arc<dyn Model>> {
+    let Some(model) = given else {
+        return Ok(build_model(config, data)?.into());
+    };
+    check_input_dim(model.as_ref(), data.input().dim)?;
+    Ok(std::sync::Arc::clone(model))
+}
+
+/// Fails when `model` does not take samples of `dim` features.
+pub fn check_input_dim(model: &dyn Model, dim: usize) -> Result<()> {
+    if model.input_dim() != dim {
+        anyhow::bail!(
+            "the model takes {} features per sample, but the data's samples have {dim}",
+            model.input_dim()
+        );
+    }
+    Ok(())
+}
+
 /// What the caller sees after each round.
 #[derive(Debug, Clone, Copy)]
 pub struct Progress {
@@ -434,6 +460,7 @@ impl<'a> Driver<'a> {
             models: s.models,
             model: (self.model.name(), self.model.tensors()),
             threads: None,
+            metrics_absent: crate::outcome::metrics_absent(self.data),
         })
     }
 }

@@ -18,7 +18,7 @@ use fedcluster_data::{ClientData, Task};
 use fedcluster_net::codec;
 
 use crate::config::RunConfig;
-use crate::experiment::algorithm_field;
+use crate::experiment::{algorithm_field, check_input_dim};
 use crate::own_clients::own_clients;
 
 /// A client half with its data and model.
@@ -44,8 +44,24 @@ impl HostedClient {
 
     /// Clients `ids` of the config's data set, the data set built once.
     pub fn from_config_many(config: &RunConfig, ids: &[ClientId]) -> Result<Vec<Self>> {
+        Self::from_config_many_with_model(config, ids, None)
+    }
+
+    /// [`HostedClient::from_config_many`] with `model` (a model built
+    /// outside the config) in place of the config's `[model]` where given.
+    pub fn from_config_many_with_model(
+        config: &RunConfig,
+        ids: &[ClientId],
+        model: Option<Arc<dyn Model>>,
+    ) -> Result<Vec<Self>> {
         let mut own = own_clients(config, ids)?;
-        let model: Arc<dyn Model> = config.model.build(&own.input)?.into();
+        let model: Arc<dyn Model> = match model {
+            Some(model) => {
+                check_input_dim(model.as_ref(), own.input.dim)?;
+                model
+            }
+            None => config.model.build(&own.input)?.into(),
+        };
         (ids.iter().enumerate())
             .map(|(i, &id)| Self::new(config, id, own.take(i), own.input.dim, Arc::clone(&model)))
             .collect()
@@ -60,6 +76,19 @@ impl HostedClient {
         dim: usize,
         task: Task,
     ) -> Result<Self> {
+        Self::from_data_with_model(config, id, data, dim, task, None)
+    }
+
+    /// [`HostedClient::from_data`] with `model` (a model built outside the
+    /// config) in place of the config's `[model]` where given.
+    pub fn from_data_with_model(
+        config: &RunConfig,
+        id: ClientId,
+        data: ClientData,
+        dim: usize,
+        task: Task,
+        model: Option<Arc<dyn Model>>,
+    ) -> Result<Self> {
         let n = data.len();
         if n == 0 || dim == 0 || data.x.len() != n * dim {
             bail!(
@@ -73,10 +102,16 @@ impl HostedClient {
         {
             bail!("targets: class {bad} is not below the {classes} classes");
         }
-        // A caller's own arrays declare no image shape: image models take
-        // square images of their configured channels.
-        let model = config.model.build(&Input::flat(dim, task))?;
-        Self::new(config, id, data, dim, model.into())
+        let model: Arc<dyn Model> = match model {
+            Some(model) => {
+                check_input_dim(model.as_ref(), dim)?;
+                model
+            }
+            // A caller's own arrays declare no image shape: image models take
+            // square images of their configured channels.
+            None => config.model.build(&Input::flat(dim, task))?.into(),
+        };
+        Self::new(config, id, data, dim, model)
     }
 
     fn new(

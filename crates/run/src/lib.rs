@@ -15,6 +15,7 @@ pub mod checkpoint;
 pub mod config;
 pub mod experiment;
 pub mod hosted_client;
+pub mod memory;
 pub mod model;
 pub mod model_file;
 pub mod network;

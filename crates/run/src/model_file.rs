@@ -8,10 +8,10 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use safetensors::tensor::{Dtype, SafeTensors, TensorView};
 
-use fedcluster_core::limits::MAX_MODEL_VALUES;
+use fedcluster_core::limits::{MAX_CLUSTERS, MAX_MODEL_VALUES};
 use fedcluster_core::{Model, TensorSpec};
 
 /// The file's name in a run directory.
@@ -74,7 +74,7 @@ fn canonical(file: &[u8]) -> Result<Vec<u8>> {
 /// `model`: every `cluster{j}.{layer}` tensor present with the layer's shape,
 /// `F32`, for clusters `0..n`.
 pub fn load(path: &Path, model: &dyn Model) -> Result<Vec<Vec<f32>>> {
-    let bytes = read_bounded(path)?;
+    let bytes = read_bounded(path, model)?;
     let file = SafeTensors::deserialize(&bytes)
         .map_err(|e| anyhow::anyhow!("{}: not a safetensors file: {e}", path.display()))?;
     let tensors = model.tensors();
@@ -92,6 +92,7 @@ pub fn load(path: &Path, model: &dyn Model) -> Result<Vec<Vec<f32>>> {
             model.name()
         );
     }
+    check_names(path, &file, &tensors, clusters, model)?;
     let mut models = Vec::with_capacity(clusters);
     for j in 0..clusters {
         let mut values = Vec::with_capacity(model.num_params());
@@ -127,19 +128,47 @@ pub fn load(path: &Path, model: &dyn Model) -> Result<Vec<Vec<f32>>> {
     Ok(models)
 }
 
-/// The file's bytes, refused above what a server may hold.
-fn read_bounded(path: &Path) -> Result<Vec<u8>> {
-    let size = std::fs::metadata(path)
-        .with_context(|| format!("cannot read {}", path.display()))?
-        .len();
-    let limit = 4 * MAX_MODEL_VALUES as u64 + (1 << 20);
-    if size > limit {
-        bail!(
-            "{}: {size} bytes, more than models may hold ({limit})",
-            path.display()
-        );
+/// The file's bytes: a regular file (a FIFO or a device is refused, never
+/// read), refused before reading when larger than `model`'s largest set of
+/// cluster models could be.
+fn read_bounded(path: &Path, model: &dyn Model) -> Result<Vec<u8>> {
+    let values = (model.num_params() as u128 * MAX_CLUSTERS as u128).min(MAX_MODEL_VALUES);
+    let limit = 4 * values as u64 + (1 << 20);
+    Ok(fedcluster_state::read_bounded(
+        path,
+        "--init-from file",
+        limit,
+    )?)
+}
+
+/// Fails on a tensor that is none of the `clusters` models' `tensors`: a
+/// file written for another model is not read in part.
+fn check_names(
+    path: &Path,
+    file: &SafeTensors<'_>,
+    tensors: &[TensorSpec],
+    clusters: usize,
+    model: &dyn Model,
+) -> Result<()> {
+    for name in file.names() {
+        let known = name.split_once('.').is_some_and(|(cluster, layer)| {
+            cluster
+                .strip_prefix("cluster")
+                .and_then(|j| j.parse::<usize>().ok())
+                .is_some_and(|j| j < clusters && format!("cluster{j}") == cluster)
+                && tensors.iter().any(|t| t.name == layer)
+        });
+        if !known {
+            bail!(
+                "{}: tensor `{name}` is not a layer of the {} model's {clusters} cluster models \
+                 (`cluster0.{}`, ...): the file was written for another model",
+                path.display(),
+                model.name(),
+                tensors[0].name
+            );
+        }
     }
-    std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))
+    Ok(())
 }
 
 #[cfg(test)]

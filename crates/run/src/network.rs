@@ -60,6 +60,33 @@ enum Pem {
     Key,
 }
 
+/// A certificate and its private key (PEM), read and checked to belong
+/// together: the certificate's public key is the key's (TLS itself would
+/// report a mismatch only as "transport error" at the first connection).
+fn identity_pem(cert: &Path, key: &Path) -> Result<(Vec<u8>, Vec<u8>)> {
+    use rustls_pki_types::CertificateDer;
+    use rustls_pki_types::pem::PemObject as _;
+    let (cert_pem, key_pem) = (read_pem(cert, Pem::Certificates)?, read_pem(key, Pem::Key)?);
+    // A key that rcgen cannot read (a kind it does not sign with) is left to TLS.
+    let public = std::str::from_utf8(&key_pem)
+        .ok()
+        .and_then(|text| rcgen::KeyPair::from_pem(text).ok())
+        .map(|pair| rcgen::PublicKeyData::subject_public_key_info(&pair));
+    let leaf = CertificateDer::pem_slice_iter(&cert_pem)
+        .next()
+        .and_then(|c| c.ok());
+    if let (Some(public), Some(leaf)) = (public, leaf)
+        && !leaf.windows(public.len()).any(|w| w == public.as_slice())
+    {
+        bail!(
+            "{} is not the private key of {}: the certificate holds another public key",
+            key.display(),
+            cert.display()
+        );
+    }
+    Ok((cert_pem, key_pem))
+}
+
 /// Reads a PEM file and checks that it holds what `kind` says, naming the
 /// file on failure (TLS itself would report only "transport error").
 fn read_pem(path: &Path, kind: Pem) -> Result<Vec<u8>> {
@@ -99,9 +126,10 @@ fn read_pem(path: &Path, kind: Pem) -> Result<Vec<u8>> {
 
 /// TLS for the coordinator from PEM files (`client_ca` turns on mutual TLS).
 pub fn server_tls(cert: &Path, key: &Path, client_ca: Option<&Path>) -> Result<ServerTls> {
+    let (cert_pem, key_pem) = identity_pem(cert, key)?;
     Ok(ServerTls {
-        cert_pem: read_pem(cert, Pem::Certificates)?,
-        key_pem: read_pem(key, Pem::Key)?,
+        cert_pem,
+        key_pem,
         client_ca_pem: client_ca
             .map(|ca| read_pem(ca, Pem::Certificates))
             .transpose()?,
@@ -221,6 +249,10 @@ impl Visit for &mut CoordinatorRun<'_, '_> {
     }
 }
 
+/// The most clients one `fedcluster join` process answers for (a connection
+/// and a thread each).
+pub const MAX_JOINED_CLIENTS: usize = 10_000;
+
 /// Which clients a joining process holds: `partition:ID`, the ID-th client
 /// of the data set the coordinator's config describes, or `partition:A-B`,
 /// clients A to B (each on its own thread and connection).
@@ -241,6 +273,15 @@ pub fn parse_data_spec(spec: &str) -> Result<Vec<ClientId>> {
             let (a, b) = (id(a)?, id(b)?);
             if a > b {
                 bail!("--data `{spec}`: the range {a}-{b} is empty");
+            }
+            // Checked before a list of ids is allocated: each id is a
+            // connection and a thread of this process.
+            if b - a >= MAX_JOINED_CLIENTS {
+                bail!(
+                    "--data `{spec}`: {} clients, above the limit of {MAX_JOINED_CLIENTS} per \
+                     joining process (start several processes)",
+                    (b - a) as u128 + 1
+                );
             }
             Ok((a..=b).collect())
         }
@@ -330,10 +371,6 @@ pub fn client_tls(
     Ok(ClientTls {
         ca_pem: read_pem(ca, Pem::Certificates)?,
         domain,
-        identity: identity
-            .map(|(c, k)| {
-                Ok::<_, anyhow::Error>((read_pem(&c, Pem::Certificates)?, read_pem(&k, Pem::Key)?))
-            })
-            .transpose()?,
+        identity: identity.map(|(c, k)| identity_pem(&c, &k)).transpose()?,
     })
 }

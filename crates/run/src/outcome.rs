@@ -1,7 +1,10 @@
 //! What a run produced: the whole [`Outcome`] of a finished run, and the
 //! [`SoFar`] part of it a checkpoint carries between sessions.
 
+use std::collections::BTreeMap;
+
 use fedcluster_core::TensorSpec;
+use fedcluster_data::DataView;
 use fedcluster_sim::record::RoundRecord;
 use serde::{Deserialize, Serialize};
 
@@ -25,6 +28,46 @@ pub struct Outcome {
     /// in-process pool's size); `None` when they ran elsewhere (a networked
     /// run's coordinator, a run whose messages a host carries).
     pub threads: Option<usize>,
+    /// The metrics the data set cannot give, each with why (see
+    /// [`metrics_absent`]).
+    pub metrics_absent: BTreeMap<String, String>,
+}
+
+/// The metrics `data` cannot give, each with why: the test metrics without
+/// test clients, the clustering metrics without true clusters, the parameter
+/// error without true parameters (a user's own data, `kind = "files"`,
+/// without `test`, `cluster` or `truth_params`; LEAF and image sets have no
+/// true parameters). They are left empty in `metrics.csv`, never computed on
+/// other data; `summary.json` lists them under `metrics_absent`.
+pub fn metrics_absent(data: &DataView<'_>) -> BTreeMap<String, String> {
+    let mut absent = BTreeMap::new();
+    let mut note = |metrics: &[&str], why: &str| {
+        for m in metrics {
+            absent
+                .entry(m.to_string())
+                .or_insert_with(|| why.to_string());
+        }
+    };
+    if data.test.num_clients() == 0 {
+        let test = ["test_loss", "test_accuracy", "test_misclustering"];
+        note(&test, "the data set has no test clients");
+    }
+    if !data.truth.is_known() {
+        let clustering = [
+            "misclustering",
+            "majority_misclustering",
+            "round_misclustering",
+            "test_misclustering",
+        ];
+        note(&clustering, "the data set gives no true clusters");
+    }
+    if data.truth.params.is_none() {
+        note(
+            &["param_error"],
+            "the data set gives no true cluster parameters",
+        );
+    }
+    absent
 }
 
 /// What the rounds run so far recorded: the part of an [`Outcome`] a

@@ -4,6 +4,12 @@
   the per-round metrics, the summary and the final cluster models as numpy.
 - :class:`Server` and :class:`Client` are an algorithm's two halves, their
   messages (bytes, the networked mode's wire form) carried by the caller.
+- :mod:`fedcluster.model`: your own model (any architecture, e.g. a PyTorch
+  module through :class:`fedcluster.torch.TorchModule`) trained by every
+  algorithm: ``run(config, model=...)``, ``Server``/``Client`` with ``model=``.
+- :mod:`fedcluster.data` holds a user's own federated data
+  (:class:`fedcluster.data.FederatedData`, ``save``, ``load``), which ``run``,
+  ``Server`` and ``Client`` take as ``data=``.
 - :mod:`fedcluster.messages` lists the algorithm table and reads any
   algorithm's messages, by its name, as dicts.
 - :mod:`fedcluster.ifca` reads and writes IFCA's messages as numpy arrays, and
@@ -16,7 +22,7 @@
   ``list``, ...), run in process.
 """
 
-from . import ifca, messages
+from . import data, ifca, messages, model
 from ._native import ConfigError, FedclusterError, default_config
 from .config import Config, load_config
 from .halves import Client, Planned, RoundDone, Server
@@ -26,10 +32,12 @@ __all__ = [
     "Client",
     "Config",
     "ConfigError",
+    "data",
     "FedclusterError",
     "default_config",
     "ifca",
     "messages",
+    "model",
     "Planned",
     "RoundDone",
     "RunResult",

@@ -33,6 +33,7 @@ import numpy as np
 from . import _native
 from ._arrays import as_message_array, float32_matrix, message_bytes, vector
 from .config import Config, ConfigLike, Overrides, load_config
+from .data import with_data
 from .run import RunResult, metric_columns, shaped_models
 
 __all__ = ["Client", "Planned", "RoundDone", "Server"]
@@ -73,8 +74,12 @@ class Server:
     """The configured algorithm's server half on fedcluster's engine.
 
     Builds the config's data set (for the metrics and the clients' sizes),
-    model and server half; raises :class:`fedcluster.ConfigError` or
+    model (``model``, a :class:`fedcluster.model.ModelProtocol`, in place of
+    the config's ``[model]`` where given) and server half; raises :class:`fedcluster.ConfigError` or
     :class:`fedcluster.FedclusterError` with the CLI's message when it cannot.
+    With ``data`` (a :class:`fedcluster.data.FederatedData`, or a federation
+    directory) the data set is that one, in place of the config's ``[data]``:
+    the metrics are computed on it (those it cannot give are absent).
     """
 
     def __init__(
@@ -84,9 +89,11 @@ class Server:
         data_dir: str | os.PathLike[str] | None = None,
         threads: int = 0,
         overrides: Overrides = None,
+        model: Any = None,
+        data: Any = None,
     ) -> None:
-        self.config: Config = load_config(config, data_dir=data_dir, overrides=overrides)
-        self._native = _native.Server(self.config, threads)
+        self.config: Config = with_data(load_config(config, data_dir=data_dir, overrides=overrides), data)
+        self._native = _native.Server(self.config, threads, model)
         self.layout: list[tuple[str, list[int]]] = [
             (name, list(shape)) for name, shape in self._native.layout
         ]
@@ -151,7 +158,11 @@ class Client:
 
     ``Client(config, client)`` holds client ``client`` of the config's data
     set (its training data only, as ``fedcluster join`` does);
-    :meth:`from_arrays` holds data given as numpy arrays.
+    :meth:`from_arrays` holds data given as numpy arrays. With ``data`` (a
+    :class:`fedcluster.data.FederatedData`) the client is that data set's
+    client ``client``, as the server given the same ``data`` numbers it. With ``model`` (a
+    :class:`fedcluster.model.ModelProtocol`) the half trains it in place of
+    the config's ``[model]`` (the server must train the same model).
     """
 
     def __init__(
@@ -161,11 +172,13 @@ class Client:
         *,
         data_dir: str | os.PathLike[str] | None = None,
         overrides: Overrides = None,
+        model: Any = None,
+        data: Any = None,
     ) -> None:
         if not isinstance(client, (int, np.integer)) or client < 0:
             raise TypeError(f"client: expected a client id (int >= 0), got {client!r}")
-        self.config: Config = load_config(config, data_dir=data_dir, overrides=overrides)
-        self._native = _native.Client(self.config, int(client))
+        self.config: Config = with_data(load_config(config, data_dir=data_dir, overrides=overrides), data)
+        self._native = _native.Client(self.config, int(client), model)
 
     @classmethod
     def many(
@@ -175,13 +188,16 @@ class Client:
         *,
         data_dir: str | os.PathLike[str] | None = None,
         overrides: Overrides = None,
+        model: Any = None,
+        data: Any = None,
     ) -> list[Client]:
-        """Clients ``clients`` of the config's data set (built once)."""
-        loaded = load_config(config, data_dir=data_dir, overrides=overrides)
+        """Clients ``clients`` of the config's data set (built once), training
+        ``model`` where given."""
+        loaded = with_data(load_config(config, data_dir=data_dir, overrides=overrides), data)
         ids = [int(c) for c in clients]
         if any(c < 0 for c in ids):
             raise ValueError("clients: client ids must be >= 0")
-        return [cls._wrap(loaded, native) for native in _native.Client.many(loaded, ids)]
+        return [cls._wrap(loaded, native) for native in _native.Client.many(loaded, ids, model)]
 
     @classmethod
     def from_arrays(
@@ -192,6 +208,7 @@ class Client:
         targets: np.ndarray,
         *,
         classes: int | None = None,
+        model: Any = None,
     ) -> Client:
         """Client ``client`` holding ``features`` (``float32``, samples x
         features) and ``targets``: ``float32`` values for regression, or
@@ -207,13 +224,13 @@ class Client:
                     f"targets: expected float32 regression targets (or pass classes= for "
                     f"class labels), got dtype {y.dtype}"
                 )
-            return cls._wrap(loaded, _native.Client.with_real_targets(loaded, int(client), x, y))
+            return cls._wrap(loaded, _native.Client.with_real_targets(loaded, int(client), x, y, model))
         if not np.issubdtype(y.dtype, np.integer):
             raise TypeError(f"targets: expected integer class labels, got dtype {y.dtype}")
         if y.size and (y.min() < 0 or y.max() >= classes):
             raise ValueError(f"targets: class labels must lie in 0..{classes - 1}")
         labels = y.astype(np.uint32)
-        native = _native.Client.with_class_targets(loaded, int(client), x, labels, int(classes))
+        native = _native.Client.with_class_targets(loaded, int(client), x, labels, int(classes), model)
         return cls._wrap(loaded, native)
 
     @classmethod

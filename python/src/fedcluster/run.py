@@ -11,6 +11,7 @@ import numpy as np
 
 from . import _native
 from .config import ConfigLike, Overrides, load_config
+from .data import with_data
 
 __all__ = ["METRIC_COLUMNS", "RunResult", "metric_columns", "run", "shaped_models"]
 
@@ -112,6 +113,8 @@ def run(
     overrides: Overrides = None,
     out: str | os.PathLike[str] | None = None,
     overwrite: bool = False,
+    model: Any = None,
+    data: Any = None,
 ) -> RunResult:
     """Runs ``config`` (a path, TOML text, a dict or a :class:`Config`) in
     process, exactly as ``fedcluster run`` does (the same metrics for the same
@@ -121,13 +124,17 @@ def run(
     ``data.data_dir``; ``overrides`` are ``--set`` settings. With ``out``,
     the run directory is written there too, as ``fedcluster run --out``
     writes it (``metrics.csv``, ``summary.json``, ``models.safetensors``,
-    ...; ``out`` new or empty, or a run directory with ``overwrite``). The GIL is
-    released while Rust runs. Raises :class:`fedcluster.ConfigError` for a
+    ...; ``out`` new or empty, or a run directory with ``overwrite``). With
+    ``model`` (any object following :class:`fedcluster.model.ModelProtocol`,
+    e.g. :class:`fedcluster.torch.TorchModule`), the run trains it in place of
+    the config's ``[model]``. With ``data`` (a
+    :class:`fedcluster.data.FederatedData`, or a federation directory) the
+    run trains and scores on it in place of the config's ``[data]``. The GIL is released while Rust runs. Raises :class:`fedcluster.ConfigError` for a
     config it cannot run (the field named) and :class:`fedcluster.FedclusterError`
     for a run that fails (e.g. diverges), with the CLI's message.
     """
     if not isinstance(threads, int) or threads < 0:
         raise ValueError(f"threads: expected an int >= 0, got {threads!r}")
-    loaded = load_config(config, data_dir=data_dir, overrides=overrides)
+    loaded = with_data(load_config(config, data_dir=data_dir, overrides=overrides), data)
     target = None if out is None else os.fspath(out)
-    return RunResult._from_native(_native.run(loaded, threads, target, overwrite))
+    return RunResult._from_native(_native.run(loaded, threads, target, overwrite, model))

@@ -1,9 +1,21 @@
-"""Bring your own PyTorch model to IFCA: :class:`TorchModel` is a
+"""Bring your own PyTorch model.
+
+:class:`TorchModule` makes a ``torch.nn.Module`` a
+:class:`fedcluster.model.ModelProtocol`, so every algorithm trains it
+(``fedcluster.run(config, model=TorchModule(net, input_shape=...))``, ``Server``
+and ``Client`` with ``model=``): the server draws its initial models from the
+module and scores them with it, any architecture.
+
+:class:`TorchModule` is thread-safe: each thread the run calls it from works
+on its own copy of the module (torch releases the GIL inside its kernels, so
+calls from two threads into one module would mix their parameters).
+
+The older IFCA-only adapter: :class:`TorchModel` is a
 ``torch.nn.Module`` and a client's data loader as an
 :class:`fedcluster.ifca.LocalModel`, so :class:`fedcluster.ifca.IfcaClient`
 answers the Rust IFCA server with it (``pip install 'fedcluster[torch]'``).
 
-The module's parameters are read and written as fedcluster's flat vector: in
+:class:`TorchModel`'s parameters are read and written as fedcluster's flat vector: in
 the order of the fedcluster model's layout when ``layout`` is given (its
 PyTorch names, e.g. ``weight`` or ``fc1.weight``, matched to
 ``named_parameters()``), else in ``parameters()`` order. The server's model
@@ -18,17 +30,10 @@ from typing import Any
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
-__all__ = ["TorchModel", "summed_loss"]
+from ._torch_module import TorchModule, mean_loss, summed_loss
 
-
-def summed_loss(outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-    """fedcluster's losses, summed over the batch: squared error for real
-    targets (linear regression, not halved), cross-entropy for class labels."""
-    if targets.dtype.is_floating_point:
-        return F.mse_loss(outputs.reshape(targets.shape), targets, reduction="sum")
-    return F.cross_entropy(outputs, targets.long(), reduction="sum")
+__all__ = ["TorchModel", "TorchModule", "mean_loss", "summed_loss"]
 
 
 class TorchModel:

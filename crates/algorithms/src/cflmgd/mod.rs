@@ -17,6 +17,14 @@
 //!    sent back with the model next round (lines 15-16). Means are
 //!    sample-weighted (equal to the paper's plain means for equal client sizes).
 //!
+//! Where a client's momentum starts (`buffer`): Algorithm 1's LocalUpdate
+//! takes `(χ_p̂, u_p̂)`, the chosen cluster's averaged buffer (line 12), and
+//! option I's line 9 writes `u_i(t) = β u_i(t−1) + g_i` with `u_i` reset to its
+//! cluster's `u_p` after each round (line 15): the default, `"cluster"`, starts
+//! from `u_p̂` under both options (the same as line 9 for a client that stays in
+//! its cluster). `"own"` starts from the client's own `u_i(t−1)`, the buffer it
+//! sent last round (zero at first), whichever cluster it picks now.
+//!
 //! The machinery is IFCA's ([`crate::ifca`], with `momentum = β`); this module is
 //! the algorithm's configuration. With `clusters = 1` it is FedAvg with momentum,
 //! the paper's FedAvg baseline.
@@ -55,6 +63,27 @@ pub struct Config {
     /// How the initial models are drawn.
     #[serde(default)]
     pub init: InitScheme,
+    /// Where a client's momentum starts each round: its chosen cluster's
+    /// buffer (`"cluster"`, Algorithm 1) or its own (`"own"`).
+    #[serde(default, skip_serializing_if = "MomentumBuffer::is_cluster")]
+    pub buffer: MomentumBuffer,
+}
+
+/// Where a client's momentum starts each round (see the module doc).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MomentumBuffer {
+    /// The chosen cluster's averaged buffer `u_p̂` (Algorithm 1, line 12).
+    #[default]
+    Cluster,
+    /// The client's own buffer `u_i(t−1)` from its last round.
+    Own,
+}
+
+impl MomentumBuffer {
+    fn is_cluster(&self) -> bool {
+        *self == MomentumBuffer::Cluster
+    }
 }
 
 fn default_aggregation() -> Aggregation {
@@ -85,6 +114,7 @@ impl Config {
             restarts: self.restarts,
             init: self.init,
             stable_rounds: 0,
+            min_share: 0.0,
             weight_sharing: false,
             momentum: self.momentum,
             optimizer: Default::default(),
@@ -120,6 +150,14 @@ impl Algorithm for CflMgd {
     }
 
     fn client(config: &Checked<Config>) -> Self::Client {
-        ifca::Ifca::client(&Checked::new(config.ifca()).expect("checked with CFL-MGD's config"))
+        let client =
+            ifca::Ifca::client(&Checked::new(config.ifca()).expect("checked with CFL-MGD's config"));
+        match config.buffer {
+            MomentumBuffer::Cluster => client,
+            MomentumBuffer::Own => client.with_own_momentum(),
+        }
     }
 }
+
+#[cfg(test)]
+mod tests;

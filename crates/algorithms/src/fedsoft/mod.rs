@@ -17,12 +17,20 @@
 //!    weights `v_sk ∝ u_ks n_k` over the participants; a centre no participant
 //!    weighs keeps its value.
 //!
+//! Participants (`sampling`): a uniform fraction by default; or, as the paper
+//! selects them, per centre `s` clients drawn with probability proportional
+//! to their last importance weight `u_ks` (`"importance"`), or to `u_ks n_k`
+//! as its public code draws them (`"importance_size"`), the round training
+//! the union of the centres' draws and aggregating over all of them as above.
+//!
 //! A client's cluster, for metrics, is its largest importance weight.
 
 mod client;
+mod sampling;
 mod server;
 
 pub use client::FedSoftClient;
+pub use sampling::Sampling;
 pub use server::{Config, FedSoftServer};
 
 use serde::{Deserialize, Serialize};
@@ -89,7 +97,8 @@ impl Algorithm for FedSoft {
 
     fn server(config: Checked<Config>, setup: &Setup<'_>) -> Result<FedSoftServer, FieldError> {
         setup.check_models("clusters", config.clusters, 1)?;
-        let mut server = FedSoftServer::new(config, setup.model, setup.num_clients, setup.seed);
+        let mut server = FedSoftServer::new(config, setup.model, setup.num_clients, setup.seed)
+            .with_sizes(setup.client_sizes)?;
         if let Some(given) = setup.initial_models {
             server.start_from(given)?;
         }

@@ -9,6 +9,7 @@ use fedcluster_core::{
     AlgoError, ClientId, Model, Purpose, Rng, RoundCtx, ServerHalf, Snapshot, stream,
 };
 
+use super::sampling::{Sampling, per_centre};
 use super::{Centres, SoftReply};
 use crate::common::aggregate::{LossMeter, ModelSums};
 use crate::common::checked::{Checked, FieldError, Validate, at_least_one, fraction, positive, at_most};
@@ -45,6 +46,12 @@ pub struct Config {
     /// The local optimizer: full-batch GD (default) or Adam on minibatches.
     #[serde(default)]
     pub optimizer: Optimizer,
+    /// How participants are drawn: `"uniform"` (default), or per centre by
+    /// importance weight (`"importance"`, the paper) or by importance weight
+    /// times size (`"importance_size"`, the public code), `participation · m /
+    /// S` clients per centre.
+    #[serde(default, skip_serializing_if = "Sampling::is_uniform")]
+    pub sampling: Sampling,
 }
 
 fn default_mu() -> f32 {
@@ -100,9 +107,38 @@ pub struct FedSoftServer {
     sums: ModelSums,
     loss: LossMeter,
     train_loss: Option<f64>,
+    /// Each client's last importance weights, `m x S` (per-centre sampling
+    /// only; empty under uniform sampling).
+    #[serde(default)]
+    importance: Vec<f64>,
+    /// Each client's size `n_k` (`importance_size` sampling only).
+    #[serde(default)]
+    sizes: Vec<usize>,
 }
 
 impl FedSoftServer {
+    /// Draws participants by importance, `sizes` the clients' `n_k` (needed
+    /// by `importance_size` only); uniform sampling ignores it.
+    pub fn with_sizes(mut self, sizes: Option<&[usize]>) -> Result<Self, FieldError> {
+        let (m, k) = (self.assignment.len(), self.config.clusters);
+        match self.config.sampling {
+            Sampling::Uniform => return Ok(self),
+            Sampling::Importance => {}
+            Sampling::ImportanceSize => match sizes {
+                Some(n) if n.len() == m => self.sizes = n.to_vec(),
+                _ => {
+                    return Err(FieldError::new(
+                        "sampling",
+                        "\"importance_size\" needs every client's size, which this run does not \
+                         give the server",
+                    ));
+                }
+            },
+        }
+        self.importance = vec![1.0 / k as f64; m * k];
+        Ok(self)
+    }
+
     /// Starts from `given` (one model per centre) instead of the drawn centres.
     pub fn start_from(&mut self, given: &[Vec<f32>]) -> Result<(), FieldError> {
         crate::common::init::start_from(&mut self.models, self.p, given, "clusters")
@@ -124,6 +160,8 @@ impl FedSoftServer {
             sums: ModelSums::default(),
             loss: LossMeter::default(),
             train_loss: None,
+            importance: Vec::new(),
+            sizes: Vec::new(),
         }
     }
 }
@@ -143,12 +181,20 @@ impl ServerHalf for FedSoftServer {
             models: Arc::new(self.models.clone()),
             estimate: ctx.round.is_multiple_of(self.config.estimate_every),
         };
-        Ok(
-            participants(self.assignment.len(), self.config.participation, rng)
-                .into_iter()
-                .map(|i| (i, msg.clone()))
-                .collect(),
-        )
+        let m = self.assignment.len();
+        let chosen = match self.config.sampling {
+            Sampling::Uniform => participants(m, self.config.participation, rng),
+            sampling => {
+                let count = (self.config.participation * m as f64 / k as f64).round() as usize;
+                let size = |i: usize| match sampling {
+                    Sampling::ImportanceSize => self.sizes[i] as f64,
+                    _ => 1.0,
+                };
+                let weight = |i: usize, s: usize| self.importance[i * k + s] * size(i);
+                per_centre(m, k, count.max(1), weight, rng)
+            }
+        };
+        Ok(chosen.into_iter().map(|i| (i, msg.clone())).collect())
     }
 
     fn receive(&mut self, ctx: &RoundCtx, id: ClientId, up: SoftReply) -> Result<(), AlgoError> {
@@ -167,6 +213,9 @@ impl ServerHalf for FedSoftServer {
             .max_by(|&a, &b| up.importance[a].total_cmp(&up.importance[b]))
             .unwrap_or(0);
         self.assignment[id] = Some(best);
+        if let Some(row) = self.importance.get_mut(id * k..(id + 1) * k) {
+            row.copy_from_slice(&up.importance);
+        }
         self.loss.add(loss, up.samples);
         Ok(())
     }

@@ -22,6 +22,7 @@ fn config() -> Config {
         participation: 1.0,
         init: InitScheme::Gaussian { std: 1.0 },
         optimizer: Default::default(),
+        sampling: Sampling::Uniform,
     }
 }
 
@@ -52,7 +53,10 @@ fn separates_two_clusters(c: Config) {
     let data = ifca_synthetic(&spec, 2).unwrap();
     let model = LinearRegression::new(data.dim).unwrap();
     let batches: Vec<Batch<'_>> = data.train.iter().map(|c| c.batch(data.dim)).collect();
-    let mut server = FedSoftServer::new(Checked::new(c.clone()).unwrap(), &model, batches.len(), 2);
+    let sizes: Vec<usize> = batches.iter().map(|b| b.len()).collect();
+    let mut server = FedSoftServer::new(Checked::new(c.clone()).unwrap(), &model, batches.len(), 2)
+        .with_sizes(Some(&sizes))
+        .unwrap();
     let client = FedSoftClient::new(&c);
     let mut transport = InProcess::new(vec![client; batches.len()], &batches, &model, 2, 0).unwrap();
     run(&mut server, &mut transport, 200, 2, |_| Ok(())).unwrap();
@@ -71,4 +75,30 @@ fn smoothing_must_leave_room_for_every_cluster() {
     let mut c = config();
     c.smoothing = 0.5;
     assert_eq!(Checked::new(c).unwrap_err().field, "smoothing");
+}
+
+#[test]
+fn fedsoft_sampling_per_centre_separates_two_clusters() {
+    for sampling in [Sampling::Importance, Sampling::ImportanceSize] {
+        separates_two_clusters(Config {
+            participation: 0.5,
+            sampling,
+            ..config()
+        });
+    }
+}
+
+#[test]
+fn sampling_by_size_needs_the_sizes_and_uniform_is_not_written() {
+    let model = LinearRegression::new(2).unwrap();
+    let by_size = Config {
+        sampling: Sampling::ImportanceSize,
+        ..config()
+    };
+    let server = FedSoftServer::new(Checked::new(by_size).unwrap(), &model, 4, 1);
+    assert_eq!(server.with_sizes(None).unwrap_err().field, "sampling");
+    assert!(!toml::to_string(&config()).unwrap().contains("sampling"));
+    let text = "clusters = 2\nlr = 0.1\nsampling = \"importance\"\n";
+    let parsed: Config = toml::from_str(text).unwrap();
+    assert_eq!(parsed.sampling, Sampling::Importance);
 }

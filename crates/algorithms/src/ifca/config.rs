@@ -52,6 +52,15 @@ pub struct Config {
     /// minibatches, its state kept by each client (per restart).
     #[serde(default)]
     pub optimizer: Optimizer,
+    /// Redraw a replica's initial models (up to [`super::redraw::MAX_REDRAWS`]
+    /// times) until every cluster is chosen by at least this share of its
+    /// first round's participants; 0 (default) keeps the first draw.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub min_share: f64,
+}
+
+fn is_zero(v: &f64) -> bool {
+    *v == 0.0
 }
 
 /// One step size or several swept side by side (a number or a list of
@@ -209,6 +218,15 @@ impl Validate for Config {
         at_most("lr", lrs.len(), MAX_REPLICAS)?;
         at_most("restarts", self.restarts.saturating_mul(lrs.len()), MAX_REPLICAS)?;
         self.init.validate("init")?;
+        if !(0.0..=1.0 / self.clusters as f64).contains(&self.min_share) {
+            return Err(FieldError::new(
+                "min_share",
+                format!(
+                    "must lie in [0, 1/clusters] (every cluster can hold it), got {}",
+                    self.min_share
+                ),
+            ));
+        }
         self.local_step()?;
         Ok(())
     }

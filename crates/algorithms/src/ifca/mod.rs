@@ -19,6 +19,11 @@
 //!    under full participation). Option II: `θ_j <-` the sample-weighted mean of
 //!    the models received from `S_j`; a cluster that received none keeps its model.
 //!
+//! With `min_share` (off by default), a replica whose first round leaves a
+//! cluster chosen by fewer than that share of the participants drops the
+//! round's update and starts again from a new draw of its initial models, up
+//! to [`redraw::MAX_REDRAWS`] times ([`redraw`]).
+//!
 //! With weight sharing (Section IV-C, Fig. 2) every layer but the last is shared
 //! by the `k` models: in step 5 the shared layers are averaged (or stepped) over
 //! all participants, the heads per cluster, and the shared layers cross the wire
@@ -44,6 +49,7 @@ mod client;
 mod config;
 pub(crate) mod local_step;
 mod messages;
+mod redraw;
 mod server;
 
 pub use crate::common::aggregate::Aggregation;

@@ -10,6 +10,7 @@ use fedcluster_core::{
 
 use super::config::Config;
 use super::messages::{Down, Up};
+use super::redraw::Redraws;
 use crate::common::aggregate::Aggregation;
 use crate::common::aggregate::{LossMeter, ModelSums};
 use crate::common::checked::{Checked, FieldError};
@@ -51,6 +52,9 @@ struct RoundState {
     velocity_sums: Vec<ModelSums>,
     /// The training loss.
     loss: Vec<LossMeter>,
+    /// `min_share`: how many participants chose each cluster (empty when off).
+    #[serde(default)]
+    counts: Vec<Vec<usize>>,
 }
 
 /// The server half of IFCA.
@@ -67,6 +71,10 @@ pub struct IfcaServer {
     active: Vec<usize>,
     participants: usize,
     round: RoundState,
+    /// `min_share`: the candidate initialisations and which replicas are
+    /// still checked (`None` when off).
+    #[serde(default)]
+    redraws: Option<Redraws>,
 }
 
 impl IfcaServer {
@@ -115,6 +123,7 @@ impl IfcaServer {
         } else {
             0
         };
+        let redraws = Redraws::new(&config, model, seed);
         Self {
             config,
             p,
@@ -124,7 +133,13 @@ impl IfcaServer {
             active: Vec::new(),
             participants: 0,
             round: RoundState::default(),
+            redraws,
         }
+    }
+
+    /// How many times replica `r`'s initial models were redrawn (`min_share`).
+    pub fn redrawn(&self, r: usize) -> usize {
+        self.redraws.as_ref().map_or(0, |d| d.redrawn(r))
     }
 
     /// Cluster models of replica `r`, `k x p` values.
@@ -175,6 +190,9 @@ impl ServerHalf for IfcaServer {
         let slots = self.active.len();
         self.round.failed = vec![None; slots];
         self.round.loss = vec![LossMeter::default(); slots];
+        if self.redraws.is_some() {
+            self.round.counts = vec![vec![0; self.config.clusters]; slots];
+        }
         self.round.sums.resize_with(slots, ModelSums::default);
         self.round
             .shared_sums
@@ -236,6 +254,9 @@ impl ServerHalf for IfcaServer {
             let c = up.chosen[slot] as usize;
             changed |= replica.assignment[id] != Some(c);
             replica.assignment[id] = Some(c);
+            if let Some(counts) = round.counts.get_mut(slot) {
+                counts[c] += 1;
+            }
             let payload = &up.payload[slot * p..(slot + 1) * p];
             let sh = self.shared;
             match self.config.aggregation {
@@ -278,6 +299,19 @@ impl ServerHalf for IfcaServer {
             if let Some(id) = self.round.failed[slot] {
                 replica.diverged = true;
                 last_failure = Some((Some(id), format!("replica {r}: non-finite loss or update")));
+                continue;
+            }
+            let counts = self.round.counts.get(slot).map_or(&[][..], Vec::as_slice);
+            let redraw = self.redraws.as_mut().and_then(|d| d.after_round(r, counts, self.participants));
+            if let Some(models) = redraw {
+                // The round's update is dropped: the replica starts again.
+                replica.models = models;
+                if self.shared > 0 {
+                    share_first_model(&mut replica.models, self.p, self.shared);
+                }
+                replica.velocity.fill(0.0);
+                replica.train_loss = self.round.loss[slot].mean();
+                replica.first_loss = None;
                 continue;
             }
             if self.config.aggregation == Aggregation::Model {

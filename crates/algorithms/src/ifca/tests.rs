@@ -26,6 +26,7 @@ fn config(aggregation: Aggregation, restarts: usize, stable_rounds: usize) -> Ch
         restarts,
         init: InitScheme::Zeros,
         stable_rounds,
+        min_share: 0.0,
         weight_sharing: false,
         momentum: 0.0,
         optimizer: Default::default(),
@@ -365,4 +366,56 @@ fn the_momentum_client_sends_beta_u_plus_g() {
             .handle(&ctx(0, 1), &plain, &mut env)
             .is_err()
     );
+}
+
+#[test]
+fn min_share_redraws_a_start_that_leaves_a_cluster_short() {
+    let model = LinearRegression::new(2).unwrap();
+    let cfg = Checked::new(Config {
+        init: InitScheme::Gaussian { std: 1.0 },
+        min_share: 0.25,
+        ..config(Aggregation::Gradient, 1, 0).into_inner()
+    })
+    .unwrap();
+    let mut server = IfcaServer::new(cfg, &model, 4, 1);
+    let mut rng = stream(1, Purpose::Server, 0, 0);
+    let first = server.models(0).to_vec();
+    // Round 0: every client picks cluster 0, cluster 1 holds none of the 4.
+    server.plan(&ctx(0, 4), &mut rng).unwrap();
+    let all_zero = |g: f32| (0..4).map(|i| (i, up(0, vec![g, g]))).collect::<Vec<_>>();
+    server.absorb(&ctx(0, 4), all_zero(1.0)).unwrap();
+    let redrawn = server.models(0).to_vec();
+    assert_eq!(server.redrawn(0), 1);
+    assert_ne!(redrawn, first, "a new draw, the round's step dropped");
+    // Round 1: two clients each: both clusters hold their share, the step applies.
+    server.plan(&ctx(1, 4), &mut rng).unwrap();
+    let split = (0..4)
+        .map(|i| (i, up((i % 2) as u32, vec![1.0, 1.0])))
+        .collect::<Vec<_>>();
+    server.absorb(&ctx(1, 4), split).unwrap();
+    assert_eq!(server.redrawn(0), 1);
+    // θ_j -= (0.5 / 4) · (2 clients x gradient 1) per coordinate.
+    let stepped: Vec<f32> = redrawn.iter().map(|v| v - 0.25).collect();
+    assert_eq!(server.models(0), stepped.as_slice());
+    // Checked only until it held: a later one-sided round trains on.
+    server.plan(&ctx(2, 4), &mut rng).unwrap();
+    server.absorb(&ctx(2, 4), all_zero(0.0)).unwrap();
+    assert_eq!(server.redrawn(0), 1);
+    assert_eq!(server.models(0), stepped.as_slice());
+}
+
+#[test]
+fn min_share_off_changes_nothing_and_too_large_a_share_is_refused() {
+    let model = LinearRegression::new(2).unwrap();
+    let gaussian = |min_share: f64| Config {
+        init: InitScheme::Gaussian { std: 1.0 },
+        min_share,
+        ..config(Aggregation::Gradient, 1, 0).into_inner()
+    };
+    let off = IfcaServer::new(Checked::new(gaussian(0.0)).unwrap(), &model, 4, 1);
+    let on = IfcaServer::new(Checked::new(gaussian(0.25)).unwrap(), &model, 4, 1);
+    assert_eq!(off.models(0), on.models(0), "the first draw is the same");
+    assert!(!toml::to_string(&gaussian(0.0)).unwrap().contains("min_share"));
+    let err = Checked::new(gaussian(0.6)).unwrap_err();
+    assert_eq!(err.field, "min_share");
 }

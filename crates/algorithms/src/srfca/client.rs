@@ -5,6 +5,7 @@ use fedcluster_core::{AlgoError, ClientEnv, ClientHalf, RoundCtx};
 
 use super::config::Config;
 use super::messages::{Down, Up};
+use super::resample::DataSplit;
 use crate::common::messages::ModelReply;
 use crate::common::trainer::{LocalTrainer, Optimizer};
 use crate::ifca::local_step::{LocalStep, RoundModels, client_round};
@@ -18,6 +19,9 @@ pub struct SrFcaClient {
     lr: f32,
     optimizer: Optimizer,
     trainer: LocalTrainer,
+    /// With `resample`: the block of its data each round uses.
+    #[serde(default)]
+    split: Option<DataSplit>,
 }
 
 impl SrFcaClient {
@@ -30,7 +34,23 @@ impl SrFcaClient {
             lr: config.lr,
             optimizer: config.optimizer,
             trainer: LocalTrainer::new(config.optimizer),
+            split: DataSplit::new(config),
         }
+    }
+
+    /// The rows of the client's data that `round` uses, as a range.
+    fn rows(&self, round: usize, n: usize) -> Result<std::ops::Range<usize>, AlgoError> {
+        let Some((split, part)) = self.split.and_then(|s| Some((s, s.part(round)?))) else {
+            return Ok(0..n);
+        };
+        let rows = split.rows(part, n);
+        if rows.is_empty() {
+            return Err(AlgoError::Protocol(format!(
+                "resample: this client holds {n} samples, fewer than the {} blocks its data is cut into (ONE_SHOT and one per REFINE step)",
+                split.parts()
+            )));
+        }
+        Ok(rows)
     }
 }
 
@@ -40,10 +60,22 @@ impl ClientHalf for SrFcaClient {
 
     fn handle(
         &mut self,
-        _ctx: &RoundCtx,
+        ctx: &RoundCtx,
         msg: &Down,
         env: &mut ClientEnv<'_>,
     ) -> Result<Up, AlgoError> {
+        let full = env.data;
+        let rows = self.rows(ctx.round, full.len())?;
+        env.data = full.rows(rows.start, rows.end);
+        let reply = self.reply(msg, env);
+        env.data = full;
+        reply
+    }
+}
+
+impl SrFcaClient {
+    /// The reply to `msg` on `env.data` (this round's block with `resample`).
+    fn reply(&mut self, msg: &Down, env: &mut ClientEnv<'_>) -> Result<Up, AlgoError> {
         let samples = env.data.len();
         Ok(match msg {
             Down::TrainLocal(w0) => {

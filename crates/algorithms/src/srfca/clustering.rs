@@ -4,7 +4,7 @@
 use fedcluster_core::model::argmin_f64;
 
 use super::config::Threshold;
-use crate::common::graph::connected_components;
+use super::pivot::Cut;
 
 /// `λ`: the configured value, or the configured quantile of the `m (m − 1) / 2`
 /// distances between distinct clients in the symmetric `m x m` matrix `dist`.
@@ -29,7 +29,19 @@ pub fn resolve_threshold(threshold: Threshold, dist: &[f64], m: usize) -> f64 {
 /// at distance `<= λ`, keeping those of at least `t` clients. Clients outside
 /// them are unassigned until the first RECLUSTER.
 pub fn one_shot(dist: &[f64], m: usize, lambda: f64, t: usize) -> Vec<Vec<usize>> {
-    connected_components(m, |i, j| dist[i * m + j] <= lambda)
+    one_shot_with(Cut::Components, dist, m, lambda, t)
+}
+
+/// [`one_shot`] with the graph cut by `cut` (components, or the pivot
+/// algorithm's correlation clustering).
+pub fn one_shot_with(
+    mut cut: Cut<'_>,
+    dist: &[f64],
+    m: usize,
+    lambda: f64,
+    t: usize,
+) -> Vec<Vec<usize>> {
+    cut.groups(m, |i, j| dist[i * m + j] <= lambda)
         .into_iter()
         .filter(|c| c.len() >= t)
         .collect()
@@ -56,10 +68,21 @@ pub fn merge(
     t: usize,
     distance: impl Fn(usize, usize) -> f64,
 ) -> Vec<Vec<usize>> {
+    merge_with(Cut::Components, members, lambda, t, distance)
+}
+
+/// [`merge`] with the graph of clusters cut by `cut`.
+pub fn merge_with(
+    mut cut: Cut<'_>,
+    members: &[Vec<usize>],
+    lambda: f64,
+    t: usize,
+    distance: impl Fn(usize, usize) -> f64,
+) -> Vec<Vec<usize>> {
     let live: Vec<usize> = (0..members.len())
         .filter(|&c| !members[c].is_empty())
         .collect();
-    connected_components(live.len(), |a, b| {
+    cut.groups(live.len(), |a, b| {
         let (c, d) = (live[a], live[b]);
         distance(c, d) <= lambda
     })

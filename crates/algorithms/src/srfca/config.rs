@@ -34,6 +34,19 @@ pub enum Threshold {
     },
 }
 
+/// How ONE_SHOT and MERGE cut their threshold graph into clusters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Clustering {
+    /// Connected components (the paper's Algorithms 1 and 4).
+    #[default]
+    Components,
+    /// Correlation clustering of the signed graph (linked within `λ`, apart
+    /// beyond) by the pivot algorithm, pivots drawn from the stream
+    /// `(seed, Clustering, round)`: the public code's `correlation_clustering`.
+    Correlation,
+}
+
 /// What follows ONE_SHOT.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields, tag = "kind")]
@@ -100,6 +113,19 @@ pub struct Config {
     /// REFINE (SR-FCA) or IFCA (ONE_SHOT-IFCA) after ONE_SHOT.
     #[serde(default)]
     pub then: AfterOneShot,
+    /// Connected components (default) or correlation clustering.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub clustering: Clustering,
+    /// Theorem 4.11's resampling: each client's data is cut into
+    /// `refine_steps + 1` disjoint blocks of rows; ONE_SHOT uses block 0 and
+    /// REFINE `r` block `r`, which recomputes the local models `w_i` on it
+    /// before its TrimmedMeanGD. The final training uses all the data.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub resample: bool,
+}
+
+fn is_default<T: Default + PartialEq>(value: &T) -> bool {
+    *value == T::default()
 }
 
 fn default_min_size() -> usize {
@@ -123,15 +149,29 @@ fn default_trim() -> f64 {
 
 impl Config {
     /// Rounds the clustering takes: the local models, the pairwise losses
-    /// (cross-loss only), then per REFINE step its TrimmedMeanGD rounds and an
-    /// evaluation round (cross-loss only). Later rounds keep training the final
-    /// clusters' models with TrimmedMeanGD (or run IFCA, after ONE_SHOT alone).
+    /// (cross-loss only), then per REFINE step (with `resample`, the local
+    /// models and pairwise losses again on the step's block) its TrimmedMeanGD
+    /// rounds and an evaluation round (cross-loss only). Later rounds keep
+    /// training the final clusters' models with TrimmedMeanGD (or run IFCA,
+    /// after ONE_SHOT alone).
     pub fn clustering_rounds(&self) -> usize {
-        let eval = usize::from(self.distance == Distance::CrossLoss);
         match self.then {
-            AfterOneShot::Refine => 1 + eval + self.refine_steps * (self.refine_rounds + eval),
-            AfterOneShot::Ifca { .. } => 1 + eval,
+            AfterOneShot::Refine => self.one_shot_rounds() + self.refine_steps * self.refine_span(),
+            AfterOneShot::Ifca { .. } => self.one_shot_rounds(),
         }
+    }
+
+    /// Rounds of ONE_SHOT: the local models, then the pairwise losses
+    /// (cross-loss only).
+    pub fn one_shot_rounds(&self) -> usize {
+        1 + usize::from(self.distance == Distance::CrossLoss)
+    }
+
+    /// Rounds of one REFINE step.
+    pub fn refine_span(&self) -> usize {
+        let eval = usize::from(self.distance == Distance::CrossLoss);
+        let relocal = if self.resample { self.one_shot_rounds() } else { 0 };
+        relocal + self.refine_rounds + eval
     }
 }
 
@@ -164,6 +204,12 @@ impl Validate for Config {
         at_least_one("refine_local_steps", self.refine_local_steps)?;
         if let AfterOneShot::Ifca { local_steps } = self.then {
             at_least_one("then.local_steps", local_steps)?;
+            if self.resample {
+                return Err(FieldError::new(
+                    "resample",
+                    "resamples per REFINE step; then.kind = \"ifca\" runs no REFINE",
+                ));
+            }
         }
         self.init.validate("init")
     }

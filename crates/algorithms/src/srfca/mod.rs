@@ -14,8 +14,11 @@
 //!    (Definition 5.1). With ℓ2 the server uses `‖w_i − w_j‖` directly.
 //! 3. The server resolves `λ` (a value or a quantile of the pairwise
 //!    distances), links clients at distance `<= λ` and keeps the connected
-//!    components of at least `t` clients as `C_0`; the others wait unassigned.
-//! 4. REFINE, `R` times: (a) TrimmedMeanGD (Algorithm 3), `refine_rounds`
+//!    components (with `clustering = "correlation"`, the pivot algorithm's
+//!    clusters) of at least `t` clients as `C_0`; the others wait unassigned.
+//! 4. REFINE, `R` times: (with `resample`, first steps 1-2 again from
+//!    `w_0` on the step's own block of each client's data, Theorem 4.11;
+//!    `λ` stays ONE_SHOT's) (a) TrimmedMeanGD (Algorithm 3), `refine_rounds`
 //!    rounds: each cluster model starts at `w_0`, its members send the gradient
 //!    at it (or, with `refine_local_steps` > 1 or Adam, their update after
 //!    that many local steps, divided by `lr`, as the public code does), and
@@ -38,12 +41,16 @@ mod client;
 mod clustering;
 mod config;
 mod messages;
+mod pivot;
+mod resample;
 mod server;
 
 pub use client::SrFcaClient;
-pub use clustering::{merge, one_shot, recluster, resolve_threshold};
-pub use config::{AfterOneShot, Config, Distance, Threshold};
+pub use clustering::{merge, merge_with, one_shot, one_shot_with, recluster, resolve_threshold};
+pub use config::{AfterOneShot, Clustering, Config, Distance, Threshold};
 pub use messages::{Down, Up};
+pub use pivot::{Cut, pivot_clusters};
+pub use resample::DataSplit;
 pub use server::{MAX_CLIENTS, SrFcaServer};
 
 use crate::common::checked::{Checked, FieldError};
@@ -69,5 +76,7 @@ impl Algorithm for SrFca {
     }
 }
 
+#[cfg(test)]
+mod option_tests;
 #[cfg(test)]
 mod tests;

@@ -8,9 +8,10 @@ use fedcluster_core::{
     AlgoError, ClientId, Model, Purpose, Rng, RoundCtx, ServerHalf, Snapshot, stream,
 };
 
-use super::clustering::{merge, one_shot, recluster, resolve_threshold};
-use super::config::{AfterOneShot, Config, Distance};
+use super::clustering::{merge_with, one_shot_with, recluster, resolve_threshold};
+use super::config::{AfterOneShot, Clustering, Config, Distance};
 use super::messages::{Down, Up};
+use super::pivot::Cut;
 use crate::common::aggregate::{LossMeter, ModelSums};
 use crate::common::checked::Checked;
 
@@ -24,6 +25,12 @@ enum Stage {
     Local,
     /// ONE_SHOT, cross-loss distance: every client scores every local model.
     PairLosses,
+    /// REFINE `refine` with `resample`: the clients train their local models
+    /// again, on the step's block of their data.
+    RefineLocal { refine: usize },
+    /// REFINE `refine` with `resample`, cross-loss distance: every client
+    /// scores every new local model.
+    RefinePairLosses { refine: usize },
     /// REFINE `refine`: TrimmedMeanGD round `round`.
     Train { refine: usize, round: usize },
     /// REFINE `refine`, cross-loss distance: every client scores every cluster model.
@@ -38,6 +45,9 @@ enum Stage {
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub struct SrFcaServer {
     config: Checked<Config>,
+    /// The run's seed: the pivots of correlation clustering.
+    #[serde(default)]
+    seed: u64,
     p: usize,
     m: usize,
     w0: Arc<Vec<f32>>,
@@ -87,6 +97,7 @@ impl SrFcaServer {
             .fill(model, &mut stream(seed, Purpose::Init, 0, 0), &mut w0);
         Ok(Self {
             config,
+            seed,
             p,
             m,
             w0: Arc::new(w0),
@@ -109,6 +120,12 @@ impl SrFcaServer {
     /// Number of clusters now.
     pub fn clusters(&self) -> usize {
         self.models.len() / self.p
+    }
+
+    /// Whether the clustering (ONE_SHOT and the REFINE steps) is still running.
+    #[cfg(test)]
+    pub(super) fn clustering(&self) -> bool {
+        !matches!(self.stage, Stage::Final | Stage::Ifca)
     }
 
     /// `λ` once ONE_SHOT has run.
@@ -141,8 +158,19 @@ impl SrFcaServer {
         if n > 0.0 { sum / n } else { f64::INFINITY }
     }
 
-    /// ONE_SHOT's graph on the local models: `λ`, the initial clusters, `ω = w_0`.
-    fn one_shot(&mut self) -> Result<(), AlgoError> {
+    /// Where `round`'s graph is cut: components, or the pivot algorithm on
+    /// the stream `(seed, Clustering, round)`.
+    fn cut<T>(&self, round: usize, f: impl FnOnce(Cut<'_>) -> T) -> T {
+        match self.config.clustering {
+            Clustering::Components => f(Cut::Components),
+            Clustering::Correlation => {
+                f(Cut::Pivot(&mut stream(self.seed, Purpose::Clustering, round as u64, 0)))
+            }
+        }
+    }
+
+    /// The distances between the clients' local models, `m x m`.
+    fn local_distances(&self) -> Vec<f64> {
         let (m, p) = (self.m, self.p);
         let mut d = vec![0.0f64; m * m];
         for i in 0..m {
@@ -158,8 +186,16 @@ impl SrFcaServer {
                 };
             }
         }
+        d
+    }
+
+    /// ONE_SHOT's graph on the local models: `λ`, the initial clusters, `ω = w_0`.
+    fn one_shot(&mut self, round: usize) -> Result<(), AlgoError> {
+        let m = self.m;
+        let d = self.local_distances();
         let lambda = resolve_threshold(self.config.threshold, &d, m);
-        let clusters = one_shot(&d, m, lambda, self.config.min_size);
+        let t = self.config.min_size;
+        let clusters = self.cut(round, |cut| one_shot_with(cut, &d, m, lambda, t));
         if clusters.is_empty() {
             return Err(AlgoError::Protocol(format!(
                 "threshold: ONE_SHOT found no group of at least min_size = {} clients within λ = {lambda:.4}",
@@ -178,7 +214,7 @@ impl SrFcaServer {
     }
 
     /// RECLUSTER then MERGE (Algorithms 2 and 4) on the current cluster models.
-    fn recluster_and_merge(&mut self) {
+    fn recluster_and_merge(&mut self, round: usize) {
         let (k, p) = (self.clusters(), self.p);
         let before = self.members(k);
         let local = |i: usize| &self.local[i * p..(i + 1) * p];
@@ -193,16 +229,17 @@ impl SrFcaServer {
         self.assignment = assignment;
         let after = self.members(k);
         let lambda = self.lambda.expect("ONE_SHOT ran");
-        let groups = match self.config.distance {
-            Distance::L2 => merge(&after, lambda, self.config.min_size, |c, d| {
+        let t = self.config.min_size;
+        let groups = self.cut(round, |cut| match self.config.distance {
+            Distance::L2 => merge_with(cut, &after, lambda, t, |c, d| {
                 dist(self.model(c), self.model(d))
             }),
-            Distance::CrossLoss => merge(&after, lambda, self.config.min_size, |c, d| {
+            Distance::CrossLoss => merge_with(cut, &after, lambda, t, |c, d| {
                 let f_c = self.weighted(&after[c], |j| self.cluster_losses[j * k + d]);
                 let f_d = self.weighted(&after[d], |j| self.cluster_losses[j * k + c]);
                 0.5 * (f_c + f_d)
             }),
-        };
+        });
         let mut models = vec![0.0f32; groups.len() * p];
         let mut new_of_old = vec![None; k];
         for (g, group) in groups.iter().enumerate() {
@@ -246,12 +283,14 @@ impl SrFcaServer {
     fn start_refine(&mut self, refine: usize) {
         if refine == self.config.refine_steps {
             self.stage = Stage::Final;
+        } else if self.config.resample {
+            self.stage = Stage::RefineLocal { refine };
         } else {
             self.stage = Stage::Train { refine, round: 0 };
         }
     }
 
-    fn after_training_round(&mut self) {
+    fn after_training_round(&mut self, ctx_round: usize) {
         let Stage::Train { refine, round } = self.stage else {
             return;
         };
@@ -263,7 +302,7 @@ impl SrFcaServer {
         } else if self.config.distance == Distance::CrossLoss {
             self.stage = Stage::Evaluate { refine };
         } else {
-            self.recluster_and_merge();
+            self.recluster_and_merge(ctx_round);
             self.start_refine(refine + 1);
         }
     }
@@ -295,10 +334,10 @@ impl ServerHalf for SrFcaServer {
     ) -> Result<Vec<(ClientId, Down)>, AlgoError> {
         let p = self.p;
         Ok(match self.stage {
-            Stage::Local => (0..self.m)
+            Stage::Local | Stage::RefineLocal { .. } => (0..self.m)
                 .map(|i| (i, Down::TrainLocal(Arc::clone(&self.w0))))
                 .collect(),
-            Stage::PairLosses => {
+            Stage::PairLosses | Stage::RefinePairLosses { .. } => {
                 let models = Arc::new(self.local.clone());
                 (0..self.m)
                     .map(|i| {
@@ -377,13 +416,13 @@ impl ServerHalf for SrFcaServer {
         let diverged = || AlgoError::client_diverged(ctx.round, id);
         let (p, m, k) = (self.p, self.m, self.clusters());
         match (self.stage, up) {
-            (Stage::Local, Up::Local(r)) if r.payload.len() == p => {
+            (Stage::Local | Stage::RefineLocal { .. }, Up::Local(r)) if r.payload.len() == p => {
                 let loss = r.loss.ok_or_else(diverged)?;
                 self.local[id * p..(id + 1) * p].copy_from_slice(&r.payload);
                 self.samples[id] = r.samples;
                 self.loss.add(loss, r.samples);
             }
-            (Stage::PairLosses, Up::Losses(l)) if l.len() == m => {
+            (Stage::PairLosses | Stage::RefinePairLosses { .. }, Up::Losses(l)) if l.len() == m => {
                 if self.pair_losses.len() != m * m {
                     self.pair_losses = vec![f64::INFINITY; m * m];
                 }
@@ -412,7 +451,7 @@ impl ServerHalf for SrFcaServer {
         Ok(())
     }
 
-    fn finish(&mut self, _ctx: &RoundCtx) -> Result<(), AlgoError> {
+    fn finish(&mut self, ctx: &RoundCtx) -> Result<(), AlgoError> {
         // A round without training replies (evaluations) keeps the last loss.
         if let Some(loss) = self.loss.take_mean() {
             self.train_loss = Some(loss);
@@ -420,22 +459,31 @@ impl ServerHalf for SrFcaServer {
         match self.stage {
             Stage::Local => match self.config.distance {
                 Distance::L2 => {
-                    self.one_shot()?;
+                    self.one_shot(ctx.round)?;
                     self.after_one_shot();
                 }
                 Distance::CrossLoss => self.stage = Stage::PairLosses,
             },
             Stage::PairLosses => {
-                self.one_shot()?;
+                self.one_shot(ctx.round)?;
                 self.after_one_shot();
             }
+            // Resampling: the new local models (and their pair losses) replace
+            // ONE_SHOT's in RECLUSTER; the clusters and λ stay.
+            Stage::RefineLocal { refine } => {
+                self.stage = match self.config.distance {
+                    Distance::L2 => Stage::Train { refine, round: 0 },
+                    Distance::CrossLoss => Stage::RefinePairLosses { refine },
+                }
+            }
+            Stage::RefinePairLosses { refine } => self.stage = Stage::Train { refine, round: 0 },
             Stage::Evaluate { refine } => {
-                self.recluster_and_merge();
+                self.recluster_and_merge(ctx.round);
                 self.start_refine(refine + 1);
             }
             Stage::Train { .. } => {
                 self.trimmed_mean_step()?;
-                self.after_training_round();
+                self.after_training_round(ctx.round);
             }
             Stage::Final => self.trimmed_mean_step()?,
             Stage::Ifca => self.sums.finish(&mut self.models),

@@ -16,7 +16,7 @@ use crate::common::init::InitScheme;
 use crate::common::trainer::Optimizer;
 
 /// k = 3 clusters of θ* with norm 3 in d = 10, 30 clients of 40 points.
-fn data(seed: u64) -> FederatedData {
+pub(super) fn data(seed: u64) -> FederatedData {
     let spec = IfcaSyntheticSpec {
         clients: 30,
         points_per_client: 40,
@@ -30,7 +30,7 @@ fn data(seed: u64) -> FederatedData {
     ifca_synthetic(&spec, seed).unwrap()
 }
 
-fn config(distance: Distance, threshold: Threshold) -> Config {
+pub(super) fn config(distance: Distance, threshold: Threshold) -> Config {
     Config {
         threshold,
         min_size: 2,
@@ -46,10 +46,12 @@ fn config(distance: Distance, threshold: Threshold) -> Config {
         refine_local_steps: 1,
         init: InitScheme::Zeros,
         then: AfterOneShot::Refine,
+        clustering: Clustering::Components,
+        resample: false,
     }
 }
 
-fn drive(c: &Config, data: &FederatedData, rounds: usize, seed: u64) -> SrFcaServer {
+pub(super) fn drive(c: &Config, data: &FederatedData, rounds: usize, seed: u64) -> SrFcaServer {
     let model = LinearRegression::new(data.dim).unwrap();
     let batches: Vec<Batch<'_>> = data.train.iter().map(|c| c.batch(data.dim)).collect();
     let mut server = SrFcaServer::new(
@@ -65,7 +67,7 @@ fn drive(c: &Config, data: &FederatedData, rounds: usize, seed: u64) -> SrFcaSer
     server
 }
 
-fn check_recovery(c: &Config, seed: u64) {
+pub(super) fn check_recovery(c: &Config, seed: u64) {
     let data = data(seed);
     let server = drive(c, &data, c.clustering_rounds() + 50, seed);
     assert_eq!(server.clusters(), 3, "{:?}: clusters found", c.distance);

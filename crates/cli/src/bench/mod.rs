@@ -225,6 +225,7 @@ fn ifca_config(
         restarts: 1,
         init: fedcluster_algorithms::InitScheme::Model,
         stable_rounds: 0,
+        min_share: 0.0,
         weight_sharing: false,
         momentum: 0.0,
         optimizer: Default::default(),

@@ -68,6 +68,9 @@ pub fn fetch(args: &FetchArgs) -> Result<()> {
     let expected = expected_md5s(source, &args.expect_md5)?;
     let root = args.data_root.clone().unwrap_or_else(data_root);
     let dir = root.join(source.dir_name);
+    // One writer per data set directory (two fetches would write the same
+    // partial downloads).
+    let _lock = fedcluster_run::rundir::DirLock::take(&dir)?;
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let agent = ureq::AgentBuilder::new()
         .timeout_connect(Duration::from_secs(30))

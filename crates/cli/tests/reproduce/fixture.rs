@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use fedcluster_cli::reproduce::harness::{
-    Column, ConfigFile, Experiment, Field, Layout, Method, Metric, Paper, Plot, RunOptions,
-    Setting, TEN_PERCENT, Table, Tolerance,
+    Check, Claim, Column, ConfigFile, Experiment, Field, Layout, Method, Metric, Paper, PaperClaim,
+    Plot, RunOptions, Setting, TEN_PERCENT, Table, Tolerance,
 };
 
 pub const BASE: ConfigFile = ConfigFile {
@@ -112,6 +112,18 @@ pub fn experiment(seeds: usize, rounds: usize) -> Experiment {
         curves: true,
         last_round_only: false,
         notes: Vec::new(),
+        claims: vec![PaperClaim {
+            quote: "IFCA finds the clusters a global model cannot",
+            source: "the fixture's Table",
+            check: Check::Ordering {
+                table: 0,
+                claim: Claim {
+                    method: "ifca",
+                    like: None,
+                    beats: &["global"],
+                },
+            },
+        }],
         smoke: false,
         tune_by: None,
     }

@@ -34,7 +34,7 @@ const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 /// Reads the binary files of `set` from the archive at `path`: the training
 /// split, then the test split.
 pub(crate) fn read_archive(path: &Path, set: Cifar, format: RecordFormat) -> Result<[Decoded; 2]> {
-    let mut file = std::fs::File::open(path).map_err(|e| DataError::io(path, e))?;
+    let (mut file, _) = crate::regular::open(path)?;
     let mut magic = [0u8; 2];
     let mut head = 0;
     while head < magic.len() {

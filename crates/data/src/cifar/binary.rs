@@ -260,7 +260,7 @@ fn read_split(
     let mut split = Split::known(counts).map_err(|_| too_large(dir, counts.iter().sum()))?;
     for (k, (name, &n)) in names.iter().zip(counts).enumerate() {
         let path = dir.join(name);
-        let mut file = std::fs::File::open(&path).map_err(|e| DataError::io(&path, e))?;
+        let (mut file, _) = crate::regular::open(&path)?;
         let mut member = split.member(k, n).map_err(|_| too_large(&path, n))?;
         decode(&mut file, format, n, &mut member).map_err(|e| match e {
             DecodeError::Read { source, .. }

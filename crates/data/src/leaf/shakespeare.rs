@@ -146,7 +146,8 @@ pub fn users_from_plays(dir: &Path, train_fraction: f64) -> Result<(Vec<SplitUse
     let mut plays = Vec::new();
     let mut stats = PlayStats::default();
     for path in &files {
-        let bytes = std::fs::read(path).map_err(|e| DataError::io(path, e))?;
+        // A play is a few hundred kB; 64 MiB is far above any.
+        let bytes = crate::regular::read(path, 64 << 20)?;
         // Gutenberg texts are ASCII or Latin-1: read bytes as Latin-1.
         let text: String = bytes.iter().map(|&b| char::from(b)).collect();
         match parse_play(&text) {
@@ -158,6 +159,15 @@ pub fn users_from_plays(dir: &Path, train_fraction: f64) -> Result<(Vec<SplitUse
                     .into(),
             ),
         }
+    }
+    if plays.is_empty() {
+        return Err(DataError::format(
+            dir,
+            format!(
+                "none of its {} .txt files is a play (no title and roles found)",
+                files.len()
+            ),
+        ));
     }
     let users = users_from_parsed(&plays, train_fraction, &mut stats);
     Ok((users, stats))

@@ -73,7 +73,7 @@ pub fn read_maybe_gz(path: &Path) -> Result<Vec<u8>> {
             format!("{size} bytes, more than an IDX file may hold ({MAX_IDX_BYTES})"),
         ));
     }
-    let raw = std::fs::read(path).map_err(|e| DataError::io(path, e))?;
+    let raw = crate::regular::read(path, MAX_IDX_BYTES as u64)?;
     if !raw.starts_with(&GZIP_MAGIC) {
         return Ok(raw);
     }

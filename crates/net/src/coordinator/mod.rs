@@ -88,7 +88,7 @@ impl Coordinator {
         }
         let (log, replay) = match (&options.checkpoint, options.resume) {
             (Some(dir), true) => {
-                let (log, rounds) = ReplyLog::resume(dir, &options.config_toml)?;
+                let (log, rounds) = ReplyLog::resume(dir, &options.config_toml, options.rounds)?;
                 (Some(log), rounds.into_iter().map(Some).collect())
             }
             (Some(dir), false) => (

@@ -38,10 +38,16 @@ impl Federation for Service {
                 r.protocol
             )));
         }
-        let id = r.client_id as ClientId;
+        // 64 bits end to end: an id above 2^32 never wraps onto another.
+        let wide = if r.client_id_64 != 0 {
+            r.client_id_64
+        } else {
+            u64::from(r.client_id)
+        };
+        let id = ClientId::try_from(wide).unwrap_or(ClientId::MAX);
         if id >= shared.options.num_clients {
             return Err(Status::invalid_argument(format!(
-                "client {id}: this run has clients 0..{}",
+                "client {wide}: this run has clients 0..{}",
                 shared.options.num_clients
             )));
         }

@@ -59,8 +59,11 @@ impl CnnConfig {
     }
 }
 
-/// `[model] kind = "cnn-cifar"`: the IFCA and CFL-MGD CIFAR network, `cnn` on
-/// 32x32x3 (2 convolutions and 2 dense layers), native by default.
+/// `[model] kind = "cnn-cifar"`: `cnn` on 32x32x3 (5x5 convolutions of 32 and
+/// 64 channels, dense 512, then the classes), native by default. It has the
+/// shape the IFCA paper gives its CIFAR network (2 convolutions, 2 dense
+/// layers), but not its sizes, which neither the IFCA nor the CFL-MGD paper
+/// states: it is not either paper's network.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CnnCifarConfig {

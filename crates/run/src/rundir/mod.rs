@@ -15,6 +15,7 @@
 //! config and seed whatever the thread count (and so is `curves.svg`, drawn
 //! from it).
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -106,6 +107,10 @@ pub struct Summary {
     pub final_: Final,
     /// Final metrics of every replica.
     pub replicas: Vec<ReplicaSummary>,
+    /// The metrics the data set cannot give (left empty in `metrics.csv`),
+    /// each with why: no test clients, no true clusters, no true parameters.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub metrics_absent: BTreeMap<String, String>,
 }
 
 impl Summary {
@@ -151,6 +156,7 @@ impl Summary {
                     diverged: r.diverged,
                 })
                 .collect(),
+            metrics_absent: outcome.metrics_absent.clone(),
         }
     }
 }

@@ -25,6 +25,7 @@ pub const RUN_FILES: &[&str] = &[
     "error.txt",
     "checkpoint.bin",
     "checkpoint.bin.tmp",
+    "checksums.sha256",
 ];
 
 /// `path` with its redundant parts gone (`newdir/` → `newdir`, `a/./b` →
@@ -88,6 +89,15 @@ pub(super) fn check_replaceable(dir: &Path) -> Result<()> {
 /// normalised. Without `overwrite` an existing non-empty `target` is refused.
 pub fn check_target(target: &Path, overwrite: bool) -> Result<PathBuf> {
     let target = normalise(target)?;
+    // A symbolic link to nothing: the run would write `DIR.partial` and fail
+    // only at its final rename.
+    if fs::symlink_metadata(&target).is_ok_and(|m| m.file_type().is_symlink()) && !target.exists() {
+        bail!(
+            "--out {}: a symbolic link to {}, which does not exist; choose another --out",
+            target.display(),
+            fs::read_link(&target).unwrap_or_default().display()
+        );
+    }
     let occupied = target.exists()
         && fs::read_dir(&target)
             .map(|mut d| d.next().is_some())
@@ -132,7 +142,7 @@ impl DirLock {
             match file.try_lock() {
                 Ok(()) => {}
                 Err(fs::TryLockError::WouldBlock) => bail!(
-                    "another fedcluster process is writing {} (it holds {}); wait for it or choose another --out",
+                    "another fedcluster process is writing {} (it holds {}); wait for it to finish, or write elsewhere",
                     dir.display(),
                     path.display()
                 ),

@@ -13,6 +13,8 @@ message).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from flwr.app import Array, ArrayRecord, ConfigRecord, Context, Message, RecordDict
 from flwr.clientapp import ClientApp
@@ -25,8 +27,11 @@ from .nodes import ARRAYS, CONFIG, node_clients
 STATE = "fedcluster-state"
 
 
-def client_app() -> ClientApp:
-    """A ClientApp answering fedcluster strategies' messages."""
+def client_app(model: Any = None) -> ClientApp:
+    """A ClientApp answering fedcluster strategies' messages; its clients
+    train ``model`` (a :class:`fedcluster.model.ModelProtocol`, e.g. a
+    :class:`fedcluster.torch.TorchModule`) in place of the config's
+    ``[model]`` where given: the strategy's server must have the same one."""
     app = ClientApp()
 
     @app.query()
@@ -37,12 +42,12 @@ def client_app() -> ClientApp:
 
     @app.train()
     def train(msg: Message, context: Context) -> Message:
-        return Message(_train(msg, context), reply_to=msg)
+        return Message(_train(msg, context, model), reply_to=msg)
 
     return app
 
 
-def _train(msg: Message, context: Context) -> RecordDict:
+def _train(msg: Message, context: Context, model: Any) -> RecordDict:
     settings = msg.content[CONFIG]
     clients = [int(c) for c in settings["clients"]]
     num_clients = int(settings["num-clients"])
@@ -52,7 +57,7 @@ def _train(msg: Message, context: Context) -> RecordDict:
         raise ValueError(f"clients {foreign} are not held by this node")
     data_dir = context.node_config.get("data-dir")
     config = load_config(str(settings["config"]), data_dir=data_dir)
-    halves = Client.many(config, clients)
+    halves = Client.many(config, clients, model=model)
     messages = msg.content[ARRAYS]
     states = context.state[STATE] if STATE in context.state else ArrayRecord()
     replies = {}

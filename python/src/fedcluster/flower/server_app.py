@@ -16,9 +16,12 @@ from .._native import default_config
 from .strategy import ClusteredStrategy
 
 
-def server_app(base_dir: str | os.PathLike[str] | None = None) -> ServerApp:
+def server_app(base_dir: str | os.PathLike[str] | None = None, *, model: Any = None) -> ServerApp:
     """A ServerApp whose run config (``[tool.flwr.app.config]``, ``flwr run
-    --run-config``) says what to run:
+    --run-config``) says what to run, training ``model`` (a
+    :class:`fedcluster.model.ModelProtocol`) in place of the config's
+    ``[model]`` where given (the ClientApp's ``client_app(model=...)`` must
+    train the same model):
 
     - ``config``: the fedcluster config file (relative to ``base_dir``, the
       app's directory, when not absolute), or ``default`` for the embedded
@@ -48,6 +51,7 @@ def server_app(base_dir: str | os.PathLike[str] | None = None) -> ServerApp:
             data_dir=settings.get("data-dir") or None,
             overrides=overrides,
             messages=str(settings.get("messages", "per-client")),
+            model=model,
         )
         strategy.start(grid, timeout=float(settings.get("timeout", 600)))
         result = strategy.outcome()

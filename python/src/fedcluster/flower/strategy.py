@@ -54,6 +54,14 @@ class ClusteredStrategy(Strategy):
     builds the config's data set for its metrics (the test clients and, for
     the scores, the truth); the nodes build only their own clients.
 
+    ``model`` (a :class:`fedcluster.model.ModelProtocol`, e.g. a
+    :class:`fedcluster.torch.TorchModule`) replaces the config's ``[model]``:
+    the server draws the initial models from it and scores them with it; the
+    nodes' ClientApps must train the same model (``client_app(model=...)``).
+    ``data`` (a :class:`fedcluster.data.FederatedData` or a federation
+    directory) replaces the config's ``[data]``, as for :func:`fedcluster.run`:
+    the config the nodes get names its directory.
+
     ``node_timeout`` bounds the wait for nodes holding every client;
     ``allow_missing`` lets a round finish without the replies that did not
     come (a node failed or timed out), as ``serve --min-clients`` does.
@@ -72,10 +80,14 @@ class ClusteredStrategy(Strategy):
         messages: str = "per-client",
         allow_missing: bool = False,
         node_timeout: float = 300.0,
+        model: Any = None,
+        data: Any = None,
     ) -> None:
         if messages not in MESSAGE_MODES:
             raise ValueError(f"messages: expected one of {MESSAGE_MODES}, got {messages!r}")
-        self.server = Server(config, data_dir=data_dir, threads=threads, overrides=overrides)
+        self.server = Server(
+            config, data_dir=data_dir, threads=threads, overrides=overrides, model=model, data=data
+        )
         self.config = self.server.config
         if self.algorithm is not None and self.config.algorithm != self.algorithm:
             raise ValueError(

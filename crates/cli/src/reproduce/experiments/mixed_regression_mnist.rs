@@ -5,8 +5,8 @@
 
 use super::Protocol;
 use crate::reproduce::harness::{
-    Claim, Column, ConfigFile, Experiment, FIGURES_ONLY, Field, Method, Metric, POINTS, Plot,
-    Setting, TEN_PERCENT, Table, config_file,
+    Check, Claim, Column, ConfigFile, Experiment, FIGURES_ONLY, Field, Method, Metric, POINTS,
+    PaperClaim, Plot, Setting, TEN_PERCENT, Table, config_file,
 };
 
 const CLIENTS: usize = 25_000;
@@ -114,7 +114,7 @@ pub fn experiment(p: &Protocol) -> Experiment {
              (Remark 3, ε = −∇ℓ): 5 (k = 2) or 10 (k = 4) iterations, 1000 clients sampled per \
              subspace estimate (data reused), the subspace by a direct SVD of the clients' \
              moments as the paper implements it (so {SVD_ROUNDS} rounds per iteration), T₂ = 50, \
-             α = β = 0.15 (the paper gives none for MNIST; tuned; the anchor moves by σ̂/2β), \
+             α = β = 0.15 (the paper gives none for MNIST; tuned on seed 1 and kept for every seed; the anchor moves by σ̂/2β), \
              from the logistic model's own initialisation. Then {phase2} rounds of Phase 2; \
              every method runs as many rounds as the two-phase method of its setting. Every \
              method: {PER_ROUND} clients per round, FedAvg s = 5, lr 0.1. The row 'two-phase, \
@@ -224,6 +224,30 @@ pub fn experiment(p: &Protocol) -> Experiment {
             },
         ],
         curves: true,
+        claims: [
+            ("two-phase", "two-phase"),
+            ("two-phase-orthogonal", "its orthogonal-iteration row"),
+        ]
+        .into_iter()
+        .map(|(method, row)| PaperClaim {
+            quote: "Consistent with Fig. 1, 2, and 3, our algorithm is comparable to the \
+                        Oracle algorithm and significantly outperforms other benchmarks.",
+            source: if row == "two-phase" {
+                "Section V-D, Figs. 4-5; comparable read as within 1.5 points of the oracle's \
+                     test error, on the mean over seeds (seed by seed in the last section)"
+            } else {
+                "Section V-D, Figs. 4-5, on the row with the federated orthogonal iteration"
+            },
+            check: Check::Ordering {
+                table: 0,
+                claim: Claim {
+                    method,
+                    like: Some("oracle"),
+                    beats: &["fedavg", "one-shot", "ifca"],
+                },
+            },
+        })
+        .collect(),
         notes: if p.quick || p.rounds.is_some() {
             Vec::new()
         } else {

@@ -10,6 +10,28 @@ use std::fmt::Write as _;
 use super::numbers::{digits, mean_std};
 use super::spec::{Claim, Column, Experiment};
 
+/// A claim checked over the settings: in how many it held, of how many
+/// with runs, and each setting's numbers.
+pub struct Outcome {
+    /// Settings where it held.
+    pub held: usize,
+    /// Settings with runs to check it on.
+    pub settings: usize,
+    /// Each setting's outcome and numbers, `; `-separated.
+    pub text: String,
+}
+
+impl Outcome {
+    /// `all` when it held in every setting, `none` in none, else `some`.
+    pub fn word<'a>(&self, all: &'a str, some: &'a str, none: &'a str) -> &'a str {
+        match self.held {
+            h if h == self.settings => all,
+            0 => none,
+            _ => some,
+        }
+    }
+}
+
 impl Claim {
     /// The verdict over every setting with runs of `method` and `like`:
     /// `reproduced` or `not reproduced`, each setting's numbers given.
@@ -20,6 +42,25 @@ impl Claim {
         column: &Column,
         values: impl Fn(usize, usize) -> Vec<f64>,
     ) -> Option<String> {
+        let outcome = self.check(exp, column, ["reproduced", "not reproduced"], values)?;
+        Some(format!(
+            "{}, the paper's claim checked on our {}: {}",
+            outcome.word("reproduced", "partly reproduced", "not reproduced"),
+            column.header,
+            outcome.text
+        ))
+    }
+
+    /// The claim checked per setting with runs of `method` and `like`
+    /// (`None` where no setting has them), each setting's outcome named by
+    /// `words` (held, not held).
+    pub fn check(
+        &self,
+        exp: &Experiment,
+        column: &Column,
+        words: [&str; 2],
+        values: impl Fn(usize, usize) -> Vec<f64>,
+    ) -> Option<Outcome> {
         let index = |key: &str| exp.methods.iter().position(|m| m.key == key);
         let label = |i: usize| exp.methods[i].label;
         let ours = index(self.method)?;
@@ -78,7 +119,7 @@ impl Claim {
                 "{}{}: {} ({} {o:.d$}{against}{})",
                 if text.is_empty() { "" } else { "; " },
                 setting.label,
-                if ok { "reproduced" } else { "not reproduced" },
+                if ok { words[0] } else { words[1] },
                 label(ours),
                 match (won.is_empty(), lost.is_empty()) {
                     (_, false) => format!("; not better than {}", lost.join(", ")),
@@ -87,16 +128,10 @@ impl Claim {
                 },
             );
         }
-        (settings > 0).then(|| {
-            let head = match held {
-                h if h == settings => "reproduced",
-                0 => "not reproduced",
-                _ => "partly reproduced",
-            };
-            format!(
-                "{head}, the paper's claim checked on our {}: {text}",
-                column.header
-            )
+        (settings > 0).then_some(Outcome {
+            held,
+            settings,
+            text,
         })
     }
 }

@@ -5,6 +5,7 @@
 //! from every finished run found in the output directory.
 
 mod claim;
+mod claims;
 mod numbers;
 mod report;
 mod spec;
@@ -25,8 +26,8 @@ use fedcluster_run::experiment::{build_data_set, build_model, execute_with};
 pub use fedcluster_run::chart::Scale;
 pub(crate) use spec::config_file;
 pub use spec::{
-    Claim, Column, ConfigFile, Experiment, FIGURES_ONLY, Field, Gap, Layout, Method, Metric,
-    POINTS, Paper, Plot, Setting, TEN_PERCENT, Table, Tolerance, Tuned,
+    Check, Claim, Column, ConfigFile, Experiment, FIGURES_ONLY, Field, Gap, Layout, Method, Metric,
+    POINTS, Paper, PaperClaim, Plot, Setting, TEN_PERCENT, Table, Tolerance, Tuned,
 };
 pub use stored::Finished;
 
@@ -137,6 +138,12 @@ impl Experiment {
                     known.join(", ")
                 );
             }
+        }
+        if self.seeds == 0 {
+            bail!(
+                "{}: zero seeds asked for (--seeds 0 or --trials 0): nothing would run",
+                self.name
+            );
         }
         let seeds = 1..=self.seeds as u64;
         if let Some(bad) = o.only_seeds.iter().find(|s| !seeds.contains(s)) {

@@ -16,7 +16,7 @@ pub(super) fn digits(metric: Metric) -> usize {
             _ => 2,
         },
         Metric::IfcaSuccess { .. } | Metric::MsPerRound { .. } => 2,
-        Metric::Seconds => 1,
+        Metric::Seconds | Metric::SettledAt(_) => 1,
     }
 }
 

@@ -1,6 +1,6 @@
-//! `report.md` (a verdict per table, ours mean ± std beside the paper with the
-//! seed count, the protocol), `results.csv`, `curves.csv` and the plots, all
-//! from the finished runs.
+//! `report.md` (a verdict per table, the paper's claims checked, ours mean ±
+//! std beside the paper with the seed count, the protocol), `results.csv`,
+//! `curves.csv` and the plots, all from the finished runs.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -8,6 +8,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 
 use super::Cell;
+use super::claims;
 use super::numbers::{digits, mean_std};
 use super::spec::{Experiment, Layout, Metric, Plot, Table};
 use super::stored::{Finished, RunKey, write_csv};
@@ -68,6 +69,14 @@ pub fn write(exp: &Experiment, out: &Path, runs: &[(Cell, Finished)]) -> Result<
         files.push("`curves.csv` (every round of every run)".into());
     }
     files.extend(cells.plots(out)?);
+    let stat = |s, m, metric| {
+        let stat = cells.stat(s, m, metric);
+        claims::Values {
+            values: stat.values,
+            runs: stat.runs,
+        }
+    };
+    let claims = claims::section(exp, &stat).unwrap_or_default();
     let notes: String = exp.notes.iter().map(|n| format!("{n}\n\n")).collect();
     let diverged = runs.iter().filter(|(_, r)| r.diverged()).count();
     let run_seconds: f64 = runs
@@ -77,7 +86,7 @@ pub fn write(exp: &Experiment, out: &Path, runs: &[(Cell, Finished)]) -> Result<
     let report = format!(
         "# {title}\n\n## Verdicts\n\n{verdicts}\nA cell is reproduced when ours is within \
          1.5 points (percentages) or 10% (other quantities) of the paper's number.\n\n\
-         ## Protocol\n\n{protocol}\n\nSeeds per (setting, method): {seeds}; {runs} finished runs, \
+         {claims}## Protocol\n\n{protocol}\n\nSeeds per (setting, method): {seeds}; {runs} finished runs, \
          {diverged} of them diverged; their rounds took {hours:.2} hours of wall-clock time \
          as the runs measured it. Every run is kept under `runs/<setting>/<method>/seed-<s>/`; \
          re-running the command with the same `--out` runs only what is missing.\n\n{tables}{notes}\

@@ -40,6 +40,9 @@ pub struct Experiment {
     pub last_round_only: bool,
     /// Sections after the tables (where and why we differ from the paper).
     pub notes: Vec<String>,
+    /// The paper's claims, each quoted and checked on the runs: the report's
+    /// "Claims" section, beside the verdicts per table.
+    pub claims: Vec<PaperClaim>,
     /// A smoke run (`--quick`, fewer rounds): the report says its verdicts
     /// compare another protocol with the paper's.
     pub smoke: bool,
@@ -222,6 +225,56 @@ pub struct Claim {
     pub beats: &'static [&'static str],
 }
 
+/// One of the paper's claims, in its own words, and how our runs check it.
+pub struct PaperClaim {
+    /// The paper's sentence, quoted.
+    pub quote: &'static str,
+    /// Where the paper makes it (`Section VI-B`, `Table 1`).
+    pub source: &'static str,
+    /// How it is checked.
+    pub check: Check,
+}
+
+/// How a [`PaperClaim`] is checked, on the first column of one of the
+/// experiment's tables (`table`, an index into [`Experiment::tables`]).
+#[derive(Debug, Clone, Copy)]
+pub enum Check {
+    /// [`Claim`]: matches a reference and beats the baselines, per setting.
+    Ordering {
+        /// The table.
+        table: usize,
+        /// The claim.
+        claim: Claim,
+    },
+    /// "Competitive with or better than": `method`'s mean at least the best
+    /// mean of `against` less the column's tolerance, per setting.
+    Competitive {
+        /// The table.
+        table: usize,
+        /// The method the paper proposes (a method key).
+        method: &'static str,
+        /// The methods it should match or beat (method keys).
+        against: &'static [&'static str],
+    },
+    /// `method`'s value on every seed of every setting it ran at most
+    /// `bound` (a run without a value, such as a round never reached, fails).
+    AtMost {
+        /// The table.
+        table: usize,
+        /// The method (a method key).
+        method: &'static str,
+        /// The bound the paper states.
+        bound: f64,
+    },
+    /// A grid table's values rise (do not fall) along every row.
+    Rises {
+        /// The table.
+        table: usize,
+    },
+    /// Not checked here, and why.
+    NotChecked(&'static str),
+}
+
 /// How a table lays out its cells.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Layout {
@@ -353,6 +406,10 @@ pub enum Metric {
     },
     /// Wall-clock seconds of the run's rounds.
     Seconds,
+    /// The round (counted from 1) from which the field is 0 in every later
+    /// round of the run, e.g. every client in its cluster for good (`None`
+    /// when the last round's value is not 0).
+    SettledAt(Field),
 }
 
 impl Metric {
@@ -365,7 +422,7 @@ impl Metric {
             | Metric::BestReplica(f)
             | Metric::MeanOverLast(f, _) => f.higher_is_better(),
             Metric::IfcaSuccess { .. } => true,
-            Metric::MsPerRound { .. } | Metric::Seconds => false,
+            Metric::MsPerRound { .. } | Metric::Seconds | Metric::SettledAt(_) => false,
         }
     }
 }

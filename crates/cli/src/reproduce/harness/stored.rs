@@ -2,7 +2,10 @@
 //! numbers read off it. Each run is a run directory
 //! (`runs/<setting>/<method>/seed-<s>/`, written as `fedcluster run` writes
 //! one, `.partial` until complete), or, when training diverged, a directory
-//! holding its `config.toml` and `diverged.txt`.
+//! holding its `config.toml` and `diverged.txt`. Either holds
+//! `checksums.sha256` ([`seal_dir`]): the SHA-256 of every other file, under
+//! the identity of the cell it belongs to (setting, method and seed), checked
+//! before a number is read off it ([`check_seal`]).
 
 use std::fs;
 use std::path::Path;
@@ -17,6 +20,7 @@ use fedcluster_run::config::{DataConfig, RunConfig};
 use fedcluster_run::outcome::Outcome;
 use fedcluster_run::rundir::{Extras, Final, RunDir, Summary, write_run};
 use fedcluster_run::whole_file::write_whole;
+use fedcluster_state::{digest_hex, read_bounded, read_string_bounded};
 
 /// The file marking a run whose training diverged.
 const DIVERGED: &str = "diverged.txt";
@@ -61,6 +65,7 @@ pub fn save(
             run.write(DIVERGED, &format!("{why}\n"))?;
         }
     }
+    run.write(CHECKSUMS, &seal_dir(run.partial(), &identity(dir))?)?;
     run.finish()?;
     Ok(())
 }
@@ -74,6 +79,7 @@ pub fn is_finished(dir: &Path) -> bool {
 /// The finished run saved in `dir`.
 pub fn load(dir: &Path) -> Result<Finished> {
     let context = || format!("cannot read the finished run in {}", dir.display());
+    check_seal(dir, &identity(dir))?;
     let config = RunConfig::load(&dir.join("config.toml"), &[]).with_context(context)?;
     if dir.join(DIVERGED).is_file() {
         return Ok(Finished {
@@ -104,6 +110,99 @@ fn read_csv<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Vec<T>> {
         .deserialize()
         .collect::<Result<_, _>>()
         .with_context(|| format!("malformed {}", path.display()))
+}
+
+/// The list of checksums in a finished run's directory.
+const CHECKSUMS: &str = "checksums.sha256";
+/// The largest file of a finished run that is checked (4 GiB).
+const MAX_RUN_FILE_BYTES: u64 = 1 << 32;
+
+/// What a finished run in `dir` belongs to: its cell, from the last three
+/// parts of `runs/<setting>/<method>/seed-<s>` (so two runs swapped are
+/// refused).
+fn identity(dir: &Path) -> String {
+    let parts: Vec<_> = dir.iter().map(|p| p.to_string_lossy()).collect();
+    let cell = parts[parts.len().saturating_sub(3)..].join("/");
+    format!("fedcluster reproduction run v1; {cell}")
+}
+
+/// `checksums.sha256` of the files in `dir`: a `# identity` line, then
+/// `<SHA-256>  <name>` per file, sorted by name.
+fn seal_dir(dir: &Path, identity: &str) -> Result<String> {
+    let mut names: Vec<String> = fs::read_dir(dir)
+        .with_context(|| format!("cannot list {}", dir.display()))?
+        .map(|e| Ok(e?.file_name().to_string_lossy().into_owned()))
+        .collect::<std::io::Result<_>>()
+        .with_context(|| format!("cannot list {}", dir.display()))?;
+    names.retain(|n| n != CHECKSUMS);
+    names.sort();
+    let mut out = format!("# {identity}\n");
+    for name in names {
+        let bytes = read_bounded(&dir.join(&name), "finished run's file", MAX_RUN_FILE_BYTES)?;
+        out.push_str(&format!("{}  {name}\n", digest_hex(&bytes)));
+    }
+    Ok(out)
+}
+
+/// Fails unless `dir` holds exactly the files its `checksums.sha256` lists,
+/// each with its checksum, under `identity`. A run saved before runs carried
+/// checksums (no `checksums.sha256`) is read as it is, with a warning (once).
+fn check_seal(dir: &Path, identity: &str) -> Result<()> {
+    let path = dir.join(CHECKSUMS);
+    let listed = match read_string_bounded(&path, "checksum list", 1 << 20) {
+        Ok(text) => text,
+        Err(e) if e.is_missing() => {
+            // Said once per process: a grid of older runs would repeat it.
+            static SAID: std::sync::Once = std::sync::Once::new();
+            SAID.call_once(|| {
+                eprintln!(
+                    "warning: finished runs saved without checksums (by an older fedcluster) \
+                     are read unchecked, {} among them",
+                    dir.display()
+                );
+            });
+            return Ok(());
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let again = || format!("remove {} to run it again", dir.display());
+    let mut lines = listed.lines();
+    let found = lines
+        .next()
+        .and_then(|l| l.strip_prefix("# "))
+        .unwrap_or("");
+    anyhow::ensure!(
+        found == identity,
+        "{}: this finished run belongs to `{found}`, not to `{identity}`; {}",
+        path.display(),
+        again()
+    );
+    let mut names = Vec::new();
+    for line in lines {
+        let (sum, name) = line
+            .split_once("  ")
+            .filter(|(_, n)| !n.contains('/') && !n.starts_with('.'))
+            .with_context(|| format!("{}: damaged line `{line}`; {}", path.display(), again()))?;
+        let file = dir.join(name);
+        let bytes = read_bounded(&file, "finished run's file", MAX_RUN_FILE_BYTES)?;
+        anyhow::ensure!(
+            digest_hex(&bytes) == sum,
+            "{}: damaged (its SHA-256 differs from {CHECKSUMS}); {}",
+            file.display(),
+            again()
+        );
+        names.push(name.to_string());
+    }
+    for entry in fs::read_dir(dir).with_context(|| format!("cannot list {}", dir.display()))? {
+        let name = entry?.file_name().to_string_lossy().into_owned();
+        anyhow::ensure!(
+            name == CHECKSUMS || names.contains(&name),
+            "{}: not in {CHECKSUMS} (the finished run was changed); {}",
+            dir.join(&name).display(),
+            again()
+        );
+    }
+    Ok(())
 }
 
 /// A row of `timing.csv`.
@@ -151,6 +250,16 @@ impl Finished {
                 (!tail.is_empty()).then(|| 1e3 * seconds / tail.len() as f64)
             }
             Metric::Seconds => self.summary.as_ref().map(|s| s.wall_seconds),
+            Metric::SettledAt(field) => {
+                let unsettled = |r: &RoundRecord| field.of(r).is_none_or(|v| v != 0.0);
+                let last = self.records.last()?;
+                if unsettled(last) {
+                    return None;
+                }
+                let after = self.records.iter().rposition(unsettled);
+                let first = after.map_or(&self.records[0], |i| &self.records[i + 1]);
+                Some(first.round as f64 + 1.0)
+            }
         }
     }
 

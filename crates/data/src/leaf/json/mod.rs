@@ -102,7 +102,7 @@ pub fn read_leaf_json_checked(
     split: Split,
     check: UserCheck<'_>,
 ) -> Result<Vec<LeafUser>> {
-    let file = File::open(path).map_err(|e| DataError::io(path, e))?;
+    let (file, _) = crate::regular::open(path)?;
     let mut de = serde_json::Deserializer::from_reader(BufReader::with_capacity(1 << 20, file));
     let raw = de
         .deserialize_map(FileVisitor)

@@ -1,0 +1,1 @@
+"""Your own CNN (PyTorch) on your own images, clustered by fedcluster."""
