@@ -110,6 +110,10 @@ pub struct JoinArgs {
     /// Seconds to keep trying to reach the coordinator.
     #[arg(long, default_value_t = 60.0)]
     pub connect_timeout: f64,
+    /// Refuse to join when this process's clients would need more memory than
+    /// SIZE (e.g. 2G; default: the memory the machine has).
+    #[arg(long, value_name = "SIZE", value_parser = fedcluster_run::memory::parse_size)]
+    pub max_memory: Option<u64>,
     /// Fault injection (tests): stop answering once round R's message arrives.
     #[arg(long, hide = true)]
     pub crash_at_round: Option<u64>,
@@ -193,6 +197,7 @@ pub fn join(args: JoinArgs) -> Result<()> {
         token_file,
         insecure,
         connect_timeout,
+        max_memory,
         crash_at_round,
     } = args;
     let ids = network::parse_data_spec(&data)?;
@@ -214,7 +219,7 @@ pub fn join(args: JoinArgs) -> Result<()> {
         connect_timeout: seconds("--connect-timeout", connect_timeout)?,
         crash_at_round,
     };
-    for (id, stats) in network::join(&options, &ids, data_dir.as_deref())? {
+    for (id, stats) in network::join(&options, &ids, data_dir.as_deref(), max_memory)? {
         eprintln!(
             "client {id}: {} rounds, {:.1} MB down, {:.1} MB up",
             stats.rounds,
@@ -222,6 +227,7 @@ pub fn join(args: JoinArgs) -> Result<()> {
             stats.bytes_up as f64 / 1e6
         );
     }
+    eprintln!("the run at {} is complete", options.server);
     Ok(())
 }
 

@@ -19,6 +19,10 @@ pub struct OutputArgs {
     /// Worker threads per run (0: one per core); results do not depend on it.
     #[arg(long, default_value_t = 0)]
     pub threads: usize,
+    /// Refuse a run whose estimated memory exceeds SIZE (e.g. 2G; default:
+    /// the memory the machine has).
+    #[arg(long, value_name = "SIZE", value_parser = fedcluster_run::memory::parse_size)]
+    pub max_memory: Option<u64>,
 }
 
 /// The flags of the grid experiments.
@@ -136,6 +140,7 @@ impl GridArgs {
         let options = RunOptions {
             out: self.output.out.unwrap_or_default(),
             threads: self.output.threads,
+            max_memory: self.output.max_memory,
             only_settings: self.only_settings,
             only_methods: self.only_methods,
             only_seeds: self.only_seeds,
@@ -182,6 +187,7 @@ impl Reproduce {
                 let options = RunOptions {
                     out: output.out.unwrap_or_default(),
                     threads: output.threads,
+                    max_memory: output.max_memory,
                     only_seeds: only_trials,
                     ..Default::default()
                 };

@@ -1,6 +1,6 @@
 //! Fault injection on every kind of state file fedcluster writes and later
-//! trusts: a run's `checkpoint.bin`, a coordinator's round files and the
-//! finished runs of a reproduction. Each file is damaged every way
+//! trusts: a run's `checkpoint.bin`, a coordinator's round files, the
+//! finished runs of a reproduction and the data sets `fedcluster data` writes. Each file is damaged every way
 //! (single-bit flips at seeded positions, cut short at several lengths, two
 //! files swapped, replaced by a FIFO or a directory), the run is resumed, and
 //! every case must end in a refusal or in the uninterrupted run's result,
@@ -9,6 +9,8 @@
 #[path = "fault_injection/cases.rs"]
 mod cases;
 mod common;
+#[path = "fault_injection/data.rs"]
+mod data;
 #[path = "reproduce/fixture.rs"]
 #[allow(dead_code)]
 mod fixture;
@@ -104,6 +106,16 @@ fn a_damaged_run_checkpoint_is_refused_or_resumes_to_the_same_result() {
 #[test]
 fn damaged_round_files_are_refused_or_replay_to_the_same_result() {
     net::round_files();
+}
+
+#[test]
+fn a_damaged_exported_federation_is_refused_or_gives_the_same_result() {
+    data::exported();
+}
+
+#[test]
+fn a_damaged_leaf_shakespeare_directory_is_refused_or_gives_the_same_result() {
+    data::leaf();
 }
 
 #[test]

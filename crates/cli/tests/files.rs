@@ -175,7 +175,19 @@ fn export_refuses_a_non_empty_out_without_force_and_a_bad_file_names_itself() {
 
     std::fs::write(dir.join("fed/train/2.safetensors"), b"not arrays").unwrap();
     let run_config = files_config(&config, &dir.join("fed"), &dir);
-    let output = common::fedcluster(&["run", &run_config, "-q", "--out", "r"], &dir);
+    let run = || common::fedcluster(&["run", &run_config, "-q", "--out", "r"], &dir);
+    let output = run();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("fed/train/2.safetensors: damaged data file (its SHA-256 differs"),
+        "{stderr}"
+    );
+    // Without the export's checksums (a user's own federation), the reader's
+    // own check names the file and the client.
+    std::fs::remove_file(dir.join("fed/checksums.sha256")).unwrap();
+    let output = run();
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
@@ -217,6 +229,8 @@ fn without_test_clients_or_truth_those_metrics_are_absent_and_the_summary_says_w
         client.as_object_mut().unwrap().remove("cluster");
     }
     std::fs::write(&manifest, json.to_string()).unwrap();
+    // Edited by hand, the federation is the user's own: without checksums.
+    std::fs::remove_file(dir.join("fed/checksums.sha256")).unwrap();
     let run_config = files_config(&config, &dir.join("fed"), &dir);
     ok(common::fedcluster(
         &[

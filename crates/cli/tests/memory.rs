@@ -160,3 +160,89 @@ fn an_allocation_that_fails_is_an_error_line_not_an_abort() {
     );
     assert!(e.contains(" bytes failed"), "{e}");
 }
+
+/// `join --max-memory` below what its clients need is refused, one line
+/// naming the limit, before their data is built; the coordinator is left
+/// waiting (and killed here).
+#[test]
+fn a_join_above_max_memory_is_refused() {
+    use std::io::BufRead as _;
+    let dir = scratch("memory-join");
+    std::fs::write(dir.join("small.toml"), config(4)).unwrap();
+    let mut serve = command(
+        &[
+            "serve",
+            "small.toml",
+            "--listen",
+            "127.0.0.1:0",
+            "--insecure",
+        ],
+        &dir,
+    )
+    .args(["-q", "--out", "net"])
+    .stdout(Stdio::piped())
+    .stderr(Stdio::null())
+    .spawn()
+    .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(serve.stdout.as_mut().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap()
+        .to_string();
+    let join = |limit: &str| {
+        fedcluster(
+            &[
+                "join",
+                "--server",
+                &addr,
+                "--data",
+                "partition:0-1",
+                "--insecure",
+            ]
+            .into_iter()
+            .chain(["--connect-timeout", "10", "--max-memory", limit])
+            .collect::<Vec<_>>(),
+            &dir,
+        )
+    };
+    let o = join("1M");
+    let _ = serve.kill();
+    let _ = serve.wait();
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{e}");
+    assert_eq!(e.lines().count(), 1, "{e}");
+    assert!(e.contains("run needs about"), "{e}");
+    assert!(e.contains("1.0 MiB available (--max-memory)"), "{e}");
+    let bad = fedcluster(
+        &[
+            "join",
+            "--server",
+            &addr,
+            "--data",
+            "partition:0",
+            "--max-memory",
+            "2X",
+        ],
+        &dir,
+    );
+    assert_eq!(bad.status.code(), Some(2), "{}", stderr(&bad));
+}
+
+/// `reproduce --max-memory` below what a run needs is refused, naming the
+/// run and the limit, before any run is built or saved.
+#[test]
+fn a_reproduction_above_max_memory_is_refused() {
+    let dir = scratch("memory-reproduce");
+    let args = ["reproduce", "mixed-regression", "--quick", "--out", "r"];
+    let o = fedcluster(&[&args[..], &["--max-memory", "1M"]].concat(), &dir);
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{e}");
+    assert!(e.contains("run needs about"), "{e}");
+    assert!(e.contains("1.0 MiB available (--max-memory)"), "{e}");
+    assert!(e.contains("seed 1"), "names the run: {e}");
+    assert!(!dir.join("r/runs").exists(), "a run was saved");
+}

@@ -471,16 +471,20 @@ fn coordinator_killed_and_resumed(name: &str, tls: bool, kill: Kill) {
     match kill {
         Kill::MidRun | Kill::BetweenRounds => all_succeeded(&served, clients),
         // Every round is replayed without a client; the clients, whose
-        // coordinator went away at the end, may or may not hear the end.
+        // coordinator went away at the end, hear from the resumed one that
+        // the run is complete, and exit at once (not after their 60 s
+        // --connect-timeout).
         Kill::AfterLastRound => {
             assert!(
                 served.status.success(),
                 "serve failed: {}",
                 String::from_utf8_lossy(&served.stderr)
             );
-            for mut c in clients {
-                let _ = c.kill();
-                let _ = c.wait();
+            for c in clients {
+                let out = wait(c, Duration::from_secs(15));
+                let e = String::from_utf8_lossy(&out.stderr);
+                assert!(out.status.success(), "{name}: client failed: {e}");
+                assert!(e.contains(&format!("the run at {addr} is complete")), "{e}");
             }
         }
     }
@@ -549,5 +553,38 @@ fn a_restarted_client_rejoins_and_answers_later_rounds() {
             String::from_utf8_lossy(&out.stderr)
         );
     }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A coordinator that stops mid-run and does not come back within the
+/// clients' `--connect-timeout`: each client exits 1 with one line saying
+/// there is no coordinator at the address, right after its timeout.
+#[test]
+fn clients_whose_coordinator_does_not_come_back_say_so_after_their_timeout() {
+    let dir = scratch("gone");
+    let cfg = config(&dir, 5, IFCA);
+    let (coordinator, addr) = serve(
+        &dir,
+        &cfg,
+        "net",
+        &["--insecure", "--crash-after-round", "1"],
+    );
+    let args = ["--insecure", "--connect-timeout", "2"];
+    let clients: Vec<Child> = (0..4).map(|i| join(&addr, i, &args)).collect();
+    let served = wait(coordinator, Duration::from_secs(30));
+    assert_eq!(served.status.code(), Some(137), "the injected crash");
+    let start = Instant::now();
+    for c in clients {
+        let out = wait(c, Duration::from_secs(15));
+        let e = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{e}");
+        assert!(e.contains(&format!("no coordinator at {addr}")), "{e}");
+        assert_eq!(e.trim().lines().count(), 1, "{e}");
+    }
+    assert!(
+        start.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        start.elapsed()
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -33,6 +33,37 @@ pub fn read(path: &Path, limit: u64) -> Result<Vec<u8>> {
     fedcluster_state::read_bounded(path, "data file", limit).map_err(|e| data_error(path, e))
 }
 
+/// Checks the data set directory `dir` against its `checksums.sha256`
+/// (written by `fedcluster data`): `true` when checked, `false` when `dir`
+/// has no list (a user's own directory, read unchecked), else the error
+/// naming the file that differs.
+pub fn verify_listed(dir: &Path) -> Result<bool> {
+    fedcluster_state::verify_listed(dir).map_err(|e| match e {
+        StateError::Damaged { path, what, why } => DataError::format(
+            &path,
+            format!("damaged {what} ({why}); it is refused rather than used"),
+        ),
+        StateError::NotRegular { path, kind, .. } => {
+            DataError::format(&path, format!("is a {kind}, not a regular file"))
+        }
+        StateError::Missing { path } => DataError::format(
+            &path,
+            format!("no such file, but {} lists it", fedcluster_state::CHECKSUMS),
+        ),
+        StateError::Io { path, source, .. } => DataError::io(&path, source),
+        other => DataError::format(dir, other.to_string()),
+    })
+}
+
+/// Writes `dir/checksums.sha256` over every file under `dir`, under
+/// `identity`; the last file a data set's writer writes.
+pub fn write_listed(dir: &Path, identity: &str) -> Result<()> {
+    fedcluster_state::write_listed(dir, identity).map_err(|e| match e {
+        StateError::Io { path, source, .. } => DataError::io(&path, source),
+        other => DataError::format(dir, other.to_string()),
+    })
+}
+
 #[cfg(all(test, unix))]
 mod tests {
     use super::*;

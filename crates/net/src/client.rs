@@ -119,9 +119,18 @@ impl Session {
     }
 
     /// Connects again and registers anew (the coordinator restarted or the
-    /// connection broke).
+    /// connection broke); a coordinator still unreachable after the connect
+    /// timeout is one error saying so.
     fn rejoin(&mut self) -> Result<(), NetError> {
-        let (rpc, session, _) = register(self.runtime, &self.endpoint, &self.options, false)?;
+        let (rpc, session, _) = register(self.runtime, &self.endpoint, &self.options, false)
+            .map_err(|e| match recoverable(&e) {
+                true => NetError::Io(format!(
+                    "no coordinator at {} for {:?}: it stopped before the run was complete \
+                     (a `serve --resume` within --connect-timeout continues it) ({e})",
+                    self.options.server, self.options.connect_timeout
+                )),
+                false => e,
+            })?;
         self.rpc = rpc;
         self.session = session;
         Ok(())

@@ -189,7 +189,8 @@ pub fn serve(
     }
     // A coordinator resumed after its last round needs no client: every
     // round is replayed from its log.
-    if coordinator.replayed_rounds() < config.rounds {
+    let needs_clients = coordinator.replayed_rounds() < config.rounds;
+    if needs_clients {
         coordinator.wait_for_clients(options.join_timeout)?;
     }
     let sizes = client_sizes(&data);
@@ -210,8 +211,19 @@ pub fn serve(
         .algorithm
         .visit(&mut run)
         .map_err(algorithm_field)??;
-    Ok((outcome, run.coordinator.finish(Duration::from_millis(1500))))
+    let stats = match needs_clients {
+        true => run.coordinator.finish(Duration::from_millis(1500)),
+        // The interrupted run's clients, retrying to reach it, hear that the
+        // run is complete and exit, instead of waiting out their timeout.
+        false => run.coordinator.finish_telling(COMPLETE_GRACE, m),
+    };
+    Ok((outcome, stats))
 }
+
+/// How long a coordinator that needed no client stays to tell the clients of
+/// the run it resumed that the run is complete (they retry every 200 ms); a
+/// `serve --resume` whose clients are gone ends this much later.
+const COMPLETE_GRACE: Duration = Duration::from_secs(3);
 
 /// `replies.csv` of a networked run: every planned reply that did not reach
 /// the server, `round,client,outcome,reason` (round from 0, as in
@@ -291,11 +303,13 @@ pub fn parse_data_spec(spec: &str) -> Result<Vec<ClientId>> {
 /// Joins a coordinator as the clients `ids` (one connection and thread each,
 /// sharing this process's copy of the data) and answers their rounds until the
 /// run ends. `data_dir` replaces the config's `data.data_dir` (the files on
-/// this machine).
+/// this machine); the clients' memory is checked against `max_memory`
+/// (`--max-memory`, else the machine's) before their data is built.
 pub fn join(
     options: &JoinOptions,
     ids: &[ClientId],
     data_dir: Option<&Path>,
+    max_memory: Option<u64>,
 ) -> Result<Vec<(ClientId, ClientStats)>> {
     let Some(&first_id) = ids.first() else {
         bail!("no client to join as");
@@ -307,9 +321,16 @@ pub fn join(
     let first = Session::join(&with_id(first_id))?;
     let overrides: Vec<String> = data_dir.map(data_dir_override).into_iter().collect();
     let config = RunConfig::parse(&first.config_toml, &overrides, "the coordinator's config")?;
+    if let Some(declared) = crate::memory::declared_data(&config) {
+        crate::memory::check(&declared, max_memory)?;
+    }
     // Only this process's clients: never the others, the test set or the truth.
     let data = own_clients(&config, ids)?;
     let model = config.model.build(&data.input)?;
+    crate::memory::check(
+        &crate::memory::joined(&config, &data, model.as_ref()),
+        max_memory,
+    )?;
     let (config, data, model) = (&config, &data, model.as_ref());
     let mut first = Some(first);
     std::thread::scope(|scope| {

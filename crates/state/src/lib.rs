@@ -10,13 +10,19 @@
 //!   by name without blocking), their size checked against the limit of that
 //!   kind of file before a byte is read.
 //!
+//! - [`listed`]: a directory's files under the SHA-256 of each
+//!   (`checksums.sha256`), for the data sets fedcluster writes; checked when
+//!   read back, a directory without a list read unchecked.
+//!
 //! No workspace crate below it, so `run`, `net`, `cli` and `data` can all use
 //! it; errors are [`StateError`], each naming its file.
 
 pub mod error;
+pub mod listed;
 pub mod read;
 pub mod seal;
 
 pub use error::StateError;
+pub use listed::{CHECKSUMS, verify_listed, write_listed};
 pub use read::{open_regular, read_bounded, read_string_bounded};
 pub use seal::{SealWriter, digest_hex, seal, unseal, verify_sealed_file};

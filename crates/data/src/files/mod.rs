@@ -90,6 +90,8 @@ impl DataKind for FederationFiles {
 /// The federation in `dir`: every client read and checked against the
 /// manifest, the truth from the clients' clusters and `truth_params`.
 pub fn read_federation(dir: &Path) -> Result<FederatedData> {
+    // Written by `fedcluster data export`: every file checked first.
+    crate::regular::verify_listed(dir)?;
     let manifest = Manifest::read(dir)?;
     let task = manifest.task();
     let (input, train, test) = match &manifest.leaf {

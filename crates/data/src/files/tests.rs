@@ -71,6 +71,27 @@ fn a_federation_round_trips_in_both_formats() {
 }
 
 #[test]
+fn a_written_federation_is_checked_against_its_checksums_and_read_unchecked_without() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("fed");
+    write_federation(&regression(), &out, ArrayFormat::Npz, false).unwrap();
+    let list = std::fs::read_to_string(out.join("checksums.sha256")).unwrap();
+    for file in ["federation.json", "train/0.npz", "test/0.npz", "truth.npz"] {
+        assert!(list.contains(&format!("  {file}\n")), "{file}: {list}");
+    }
+    let client = out.join("train/1.npz");
+    let pristine = std::fs::read(&client).unwrap();
+    let mut flipped = pristine.clone();
+    flipped[pristine.len() - 30] ^= 0x10;
+    std::fs::write(&client, &flipped).unwrap();
+    let e = read_federation(&out).unwrap_err().to_string();
+    assert!(e.contains("train/1.npz") && e.contains("SHA-256"), "{e}");
+    std::fs::write(&client, &pristine).unwrap();
+    std::fs::remove_file(out.join("checksums.sha256")).unwrap();
+    assert_eq!(read_federation(&out).unwrap(), regression());
+}
+
+#[test]
 fn an_existing_directory_is_replaced_only_when_forced() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("fed");
@@ -188,6 +209,8 @@ fn error_after(damage: impl FnOnce(&Path)) -> String {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("fed");
     write_federation(&regression(), &dir, ArrayFormat::Npz, false).unwrap();
+    // The readers' own checks, as on a user's federation (no checksums).
+    std::fs::remove_file(dir.join("checksums.sha256")).unwrap();
     damage(&dir);
     read_federation(&dir).unwrap_err().to_string()
 }
@@ -302,6 +325,7 @@ fn classes_out_of_range_and_float_labels_name_the_client() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("img");
     write_federation(&images(), &dir, ArrayFormat::Safetensors, false).unwrap();
+    std::fs::remove_file(dir.join("checksums.sha256")).unwrap();
     let x = (vec![5, 2, 3, 2], Values::Float(vec![0.5; 60]));
     let y = Values::Int(vec![1, 4, 0, 0, 0]);
     put(&dir, "train/1.safetensors", x.clone(), (vec![5], y));

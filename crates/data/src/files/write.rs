@@ -1,8 +1,9 @@
 //! A [`FederatedData`] written as a federation directory: `federation.json`,
 //! `train/<i>.<ext>` and `test/<i>.<ext>` (arrays `x` `[n, features]` or
 //! `[n, height, width, channels]` float32, `y` `[n]` int64 classes or float32
-//! targets), and `truth.<ext>` (array `params`) when the truth has
-//! parameters.
+//! targets), `truth.<ext>` (array `params`) when the truth has parameters,
+//! and last `checksums.sha256`, the SHA-256 of every other file, which
+//! [`super::read_federation`] checks.
 //!
 //! One writer per output, whole or not at all: the files go into the sibling
 //! `OUT.partial`, created new (an existing one means another writer, or one
@@ -148,7 +149,8 @@ fn write_into(data: &FederatedData, dir: &Path, format: ArrayFormat) -> Result<(
     let mut text = serde_json::to_string_pretty(&manifest)
         .map_err(|e| DataError::format(&path, e.to_string()))?;
     text.push('\n');
-    std::fs::write(&path, text).map_err(|e| DataError::io(&path, e))
+    std::fs::write(&path, text).map_err(|e| DataError::io(&path, e))?;
+    crate::regular::write_listed(dir, "fedcluster data set v1; federation")
 }
 
 /// A client's `x` (in the data's input shape) and `y` arrays.

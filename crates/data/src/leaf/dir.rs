@@ -73,8 +73,11 @@ pub fn read_leaf_dir(dir: &Path) -> Result<Vec<SplitUser>> {
 }
 
 /// [`read_leaf_dir`], each user passed to `check` as it is read, with the
-/// file it is in.
+/// file it is in. A directory that fedcluster wrote is first checked against
+/// its `checksums.sha256` ([`crate::regular::verify_listed`]); one without
+/// (LEAF's own output) is read as it is.
 pub fn read_leaf_dir_checked(dir: &Path, check: UserCheck<'_>) -> Result<Vec<SplitUser>> {
+    crate::regular::verify_listed(dir)?;
     let (train_dir, test_dir) = (dir.join("train"), dir.join("test"));
     let train = read_split(&train_dir, Split::Train, check)?;
     let mut test = read_split(&test_dir, Split::Test, check)?;
@@ -107,8 +110,9 @@ pub fn read_leaf_dir_checked(dir: &Path, check: UserCheck<'_>) -> Result<Vec<Spl
 }
 
 /// Writes `users` as the LEAF directory `out` (`train/<name>_train.json`,
-/// `test/<name>_test.json`, and `extra` files `(name, text)` beside them),
-/// which must not exist; nothing is left at `out` on failure.
+/// `test/<name>_test.json`, and `extra` files `(name, text)` beside them,
+/// then `checksums.sha256` over them all), which must not exist; nothing is
+/// left at `out` on failure.
 pub fn write_leaf_dir(
     out: &Path,
     name: &str,
@@ -145,7 +149,7 @@ pub fn write_leaf_dir(
             let path = partial.join(file);
             std::fs::write(&path, text).map_err(|e| DataError::io(&path, e))?;
         }
-        Ok(())
+        crate::regular::write_listed(&partial, &format!("fedcluster data set v1; LEAF {name}"))
     };
     match write() {
         Ok(()) => std::fs::rename(&partial, out).map_err(|e| DataError::io(out, e)),

@@ -183,6 +183,18 @@ fn leaf_directories_round_trip_and_must_hold_the_same_users() {
         .to_string();
     assert!(e.contains("already exists"), "{e}");
 
+    // A byte changed in a written file is refused, naming the file.
+    let train = out.join("train/toy_train.json");
+    let pristine = std::fs::read(&train).unwrap();
+    let mut flipped = pristine.clone();
+    flipped[pristine.len() / 2] ^= 1;
+    std::fs::write(&train, &flipped).unwrap();
+    let e = read_leaf_dir(&out).unwrap_err().to_string();
+    assert!(e.contains("toy_train.json") && e.contains("SHA-256"), "{e}");
+    std::fs::write(&train, &pristine).unwrap();
+
+    // LEAF's own checks, on a directory without checksums (LEAF's output).
+    std::fs::remove_file(out.join("checksums.sha256")).unwrap();
     // A user in test/ only.
     let extra = [user("c", "abcdefgh", "ghijk")];
     let refs: Vec<UserRef<'_>> = extra

@@ -197,12 +197,21 @@ impl Coordinator {
 
     /// Tells the clients the run is over, waits until every joined client
     /// has heard it (at most `grace`), and stops serving.
-    pub fn finish(mut self, grace: Duration) -> NetStats {
+    pub fn finish(self, grace: Duration) -> NetStats {
+        self.finish_telling(grace, 0)
+    }
+
+    /// [`Coordinator::finish`], waiting until at least `clients` clients
+    /// have heard it too, whether they had joined or not: a coordinator
+    /// resumed after its last round needs no client, but the clients of the
+    /// interrupted run are still trying to reach it, and each that registers
+    /// within `grace` is told that the run is complete.
+    pub fn finish_telling(mut self, grace: Duration, clients: usize) -> NetStats {
         self.shared.lock().finished = true;
         self.shared.work_ready.notify_waiters();
         let deadline = Instant::now() + grace;
         let mut state = self.shared.lock();
-        while state.told.len() < state.joined.len() {
+        while state.told.len() < state.joined.len().max(clients) {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 break;

@@ -22,6 +22,7 @@ use fedcluster_sim::EngineError;
 use crate::progress::LineLog;
 use fedcluster_run::config::RunConfig;
 use fedcluster_run::experiment::{build_data_set, build_model, execute_with};
+use fedcluster_run::memory;
 
 pub use fedcluster_run::chart::Scale;
 pub(crate) use spec::config_file;
@@ -44,6 +45,8 @@ pub struct RunOptions {
     pub only_methods: Vec<String>,
     /// Only these seeds, each within `1..=seeds` (all when empty).
     pub only_seeds: Vec<u64>,
+    /// Each run's memory limit (`--max-memory`; else the machine's).
+    pub max_memory: Option<u64>,
 }
 
 /// One cell of the grid: a (setting, method, seed).
@@ -185,6 +188,7 @@ pub fn run(exp: &Experiment, o: &RunOptions) -> Result<String> {
     let mut grid = Grid {
         exp,
         threads: o.threads,
+        max_memory: o.max_memory,
         data: None,
     };
     // Every finished run in `out`, selected or not, checked against this
@@ -218,6 +222,8 @@ pub fn run(exp: &Experiment, o: &RunOptions) -> Result<String> {
         let rounds = config.rounds;
         let data = data.view();
         let model = build_model(&config, &data).with_context(|| label.clone())?;
+        let estimate = memory::estimate(&config, &data, model.as_ref());
+        memory::check(&estimate, o.max_memory).with_context(|| label.clone())?;
         let outcome = execute_with(&config, &data, model.as_ref(), &mut |p| {
             bar.set_message(format!("{label} · round {}/{rounds}", p.round + 1));
             if let Some(lines) = &lines {
@@ -266,6 +272,8 @@ fn lock_reports(out: &Path) -> Result<std::fs::File> {
 struct Grid<'e> {
     exp: &'e Experiment,
     threads: usize,
+    /// `--max-memory`.
+    max_memory: Option<u64>,
     /// The last data set, keyed by its config section and seed: the methods
     /// of one (setting, seed) usually share it.
     data: Option<(String, DataSet)>,
@@ -303,6 +311,9 @@ impl Grid<'_> {
         let key = format!("{}seed = {}", toml::to_string(&config.data)?, config.seed);
         if self.data.as_ref().is_none_or(|(k, _)| *k != key) {
             self.data = None; // free the last one before building the next
+            if let Some(declared) = memory::declared_data(config) {
+                memory::check(&declared, self.max_memory)?;
+            }
             self.data = Some((key, build_data_set(config)?));
         }
         Ok(&self.data.as_ref().expect("just built").1)

@@ -43,6 +43,8 @@ fn writers() -> Vec<SplitUser> {
 fn write_dir(root: &Path, users: &[SplitUser]) -> PathBuf {
     let dir = root.join("femnist");
     write_leaf_dir(&dir, "all_data_0_niid_05_keep_100", users, &[]).unwrap();
+    // As LEAF writes it: without fedcluster's checksums.
+    std::fs::remove_file(dir.join("checksums.sha256")).unwrap();
     dir
 }
 

@@ -11,16 +11,21 @@
 //! client half keeps between rounds (its size, plus optimizer moments); the
 //! per-client bookkeeping of the run (sizes, labels, assignment, replies,
 //! records); and the per-thread workspaces. The per-client constants are
-//! calibrated against the measured peak (`cli/tests/memory.rs`).
-
-use anyhow::{Result, bail};
+//! calibrated against the measured peak (`cli/tests/memory.rs`). A joining
+//! process is checked with [`declared_data`] (it may build the data set to
+//! take its own clients from it) and then [`joined`], its own clients alone.
 
 use fedcluster_algorithms::{Algorithm, Checked, Visit};
 use fedcluster_core::Model;
+use fedcluster_data::table::Own;
 use fedcluster_data::{DataConfig, DataView};
 
 use crate::config::RunConfig;
 use crate::experiment::STORE_SYNTHETIC_UP_TO_BYTES;
+
+mod limit;
+
+pub use limit::{Limit, check, gib, parse_size};
 
 /// Bytes a stored client costs besides its values, per split (the vectors of
 /// its features and targets and their allocations).
@@ -79,117 +84,6 @@ impl Estimate {
         let what = format!("per-client bookkeeping, {clients} clients x {BOOKKEEPING_BYTES} bytes");
         self.add(what, clients * BOOKKEEPING_BYTES);
     }
-}
-
-/// The memory a run may use: `given` (`--max-memory`), else what the
-/// machine has; `None` when neither is known.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Limit {
-    /// Bytes.
-    pub bytes: u128,
-    /// Where the number comes from, as the refusal names it.
-    pub source: &'static str,
-}
-
-impl Limit {
-    /// `--max-memory` when given, else the smaller of `MemAvailable` and the
-    /// cgroup's `memory.max` (Linux; `None` elsewhere).
-    pub fn resolve(given: Option<u64>) -> Option<Limit> {
-        if let Some(bytes) = given {
-            return Some(Limit {
-                bytes: bytes.into(),
-                source: "--max-memory",
-            });
-        }
-        let available = read_kib("/proc/meminfo", "MemAvailable:").map(|kib| Limit {
-            bytes: kib * 1024,
-            source: "MemAvailable",
-        });
-        let cgroup = std::fs::read_to_string("/sys/fs/cgroup/memory.max")
-            .ok()
-            .and_then(|s| s.trim().parse::<u128>().ok())
-            .map(|bytes| Limit {
-                bytes,
-                source: "cgroup memory.max",
-            });
-        [available, cgroup]
-            .into_iter()
-            .flatten()
-            .min_by_key(|l| l.bytes)
-    }
-
-    /// Fails with one line when `estimate` does not fit.
-    pub fn check(&self, estimate: &Estimate) -> Result<()> {
-        let total = estimate.total();
-        if total <= self.bytes {
-            return Ok(());
-        }
-        let biggest = estimate
-            .biggest()
-            .map_or(String::new(), |t| format!(" (biggest: {})", t.what));
-        bail!(
-            "run needs about {}{biggest}; {} available ({}); lower the config's sizes or give more with --max-memory",
-            gib(total),
-            gib(self.bytes),
-            self.source
-        )
-    }
-}
-
-/// Checks `estimate` against `given` (`--max-memory`) or the machine.
-pub fn check(estimate: &Estimate, given: Option<u64>) -> Result<()> {
-    Limit::resolve(given).map_or(Ok(()), |limit| limit.check(estimate))
-}
-
-fn read_kib(path: &str, key: &str) -> Option<u128> {
-    let text = std::fs::read_to_string(path).ok()?;
-    let line = text.lines().find(|l| l.starts_with(key))?;
-    line[key.len()..]
-        .trim()
-        .trim_end_matches("kB")
-        .trim()
-        .parse()
-        .ok()
-}
-
-/// `bytes` in GiB with one decimal (MiB below 1 GiB).
-pub fn gib(bytes: u128) -> String {
-    match bytes >= 1 << 30 {
-        true => format!("{:.1} GiB", bytes as f64 / (1u64 << 30) as f64),
-        false => format!("{:.1} MiB", bytes as f64 / (1u64 << 20) as f64),
-    }
-}
-
-/// A size as `--max-memory` takes it: bytes, or a number with K, M, G or T
-/// (powers of 1024; an optional trailing `B` or `iB`).
-pub fn parse_size(text: &str) -> Result<u64> {
-    let t = text.trim();
-    let t = t
-        .strip_suffix("iB")
-        .or_else(|| t.strip_suffix('B'))
-        .unwrap_or(t);
-    let (number, shift) = match t.char_indices().last() {
-        Some((i, c)) if c.is_ascii_alphabetic() => {
-            let shift = match c.to_ascii_uppercase() {
-                'K' => 10,
-                'M' => 20,
-                'G' => 30,
-                'T' => 40,
-                _ => bail!("`{text}`: a size is a number with K, M, G or T, e.g. 2G"),
-            };
-            (&t[..i], shift)
-        }
-        _ => (t, 0),
-    };
-    let value: f64 = match number.trim().parse() {
-        Ok(v) => v,
-        Err(_) => bail!("`{text}`: a size is a number with K, M, G or T, e.g. 2G"),
-    };
-    let bytes = value * (1u64 << shift) as f64;
-    if !(bytes.is_finite() && bytes >= 1.0 && bytes < u64::MAX as f64) {
-        bail!("`{text}`: a size must be at least 1 byte and finite");
-    }
-    Ok(bytes as u64)
 }
 
 /// The data terms of the synthetic kinds, from their config alone (`None`
@@ -264,6 +158,29 @@ pub fn estimate(config: &RunConfig, data: &DataView<'_>, model: &dyn Model) -> E
     estimate
 }
 
+/// The estimate of a joining process (`fedcluster join`) holding the
+/// clients of `own`, one thread each: their data, and per client its half,
+/// its optimizer moments, the cluster models a message carries down and its
+/// reply up, and a thread's workspace.
+pub fn joined(config: &RunConfig, own: &Own, model: &dyn Model) -> Estimate {
+    let mut estimate = Estimate::default();
+    let clients = own.clients.len() as u128;
+    let per_point = own.input.dim as u128 + 1;
+    let samples = own.clients.iter().map(|c| c.len() as u128);
+    let (all, most) = samples.fold((0, 0), |(a, b), s| (a + s, b.max(s)));
+    estimate.data("own training", clients, all * per_point, true);
+    let params = model.num_params() as u128;
+    let shape = Shape::of(config);
+    let half = config.algorithm.visit(HalfBytes).unwrap_or(0) as u128;
+    let messages = (shape.clusters * shape.replicas + 1) * params * 4;
+    let workspace = 2 * 4 * most * per_point + 4 * 4 * params * shape.replicas;
+    let per_client = half + shape.moments * params * 4 + messages + workspace;
+    let what =
+        format!("per-client state, messages and workspace, {clients} clients x {per_client} bytes");
+    estimate.add(what, clients * per_client);
+    estimate
+}
+
 /// The size of an algorithm's client half as it is stored per client.
 struct HalfBytes;
 
@@ -309,44 +226,4 @@ impl Shape {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sizes_parse_with_their_unit() {
-        assert_eq!(parse_size("2G").unwrap(), 2 << 30);
-        assert_eq!(parse_size("512MiB").unwrap(), 512 << 20);
-        assert_eq!(parse_size("1.5k").unwrap(), 1536);
-        assert_eq!(parse_size("100").unwrap(), 100);
-        assert!(parse_size("0").is_err());
-        assert!(parse_size("2X").is_err());
-        assert!(parse_size("").is_err());
-    }
-
-    #[test]
-    fn a_refusal_names_the_biggest_term_and_the_limit() {
-        let estimate = Estimate {
-            terms: vec![
-                Term {
-                    what: "small".into(),
-                    bytes: 1,
-                },
-                Term {
-                    what: "per-client state".into(),
-                    bytes: 5 << 30,
-                },
-            ],
-        };
-        let limit = Limit {
-            bytes: 2 << 30,
-            source: "--max-memory",
-        };
-        let e = limit.check(&estimate).unwrap_err().to_string();
-        assert!(e.starts_with("run needs about 5.0 GiB (biggest: per-client state); 2.0 GiB available (--max-memory)"), "{e}");
-        let roomy = Limit {
-            bytes: 6 << 30,
-            source: "--max-memory",
-        };
-        assert!(roomy.check(&estimate).is_ok());
-    }
-}
+mod tests;
