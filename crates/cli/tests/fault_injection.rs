@@ -152,15 +152,7 @@ fn a_damaged_finished_reproduction_run_is_refused_or_read_the_same() {
                     continue;
                 }
                 damage(&target, &fault, &swap);
-                let result = harness::run(&exp, &fixture::options(&out));
-                let message = result
-                    .as_ref()
-                    .err()
-                    .map(|e| format!("{e:#}"))
-                    .unwrap_or_default();
-                let same = result
-                    .ok()
-                    .map(|_| cases::results_without_seconds(&out) == expected);
+                let (same, message) = rerun(&exp, &out, &expected);
                 counts.record(&format!("{run}/{file} {fault:?}"), same, &message, run);
             }
         }
@@ -173,17 +165,26 @@ fn a_damaged_finished_reproduction_run_is_refused_or_read_the_same() {
     std::fs::rename(&a, &tmp).unwrap();
     std::fs::rename(&b, &a).unwrap();
     std::fs::rename(&tmp, &b).unwrap();
-    let result = harness::run(&exp, &fixture::options(&out));
-    let message = result
-        .as_ref()
-        .err()
-        .map(|e| format!("{e:#}"))
-        .unwrap_or_default();
-    let same = result
-        .ok()
-        .map(|_| cases::results_without_seconds(&out) == expected);
+    let (same, message) = rerun(&exp, &out, &expected);
     counts.record("two runs swapped", same, &message, "seed-");
     counts.report("reproduction runs");
     let _ = std::fs::remove_dir_all(&out);
     let _ = std::fs::remove_dir_all(&pristine);
+}
+
+/// Runs the reproduction `exp` again into `out` (damaged): whether its
+/// results equal `expected` (`None` when it was refused), and the refusal's
+/// message.
+fn rerun(
+    exp: &fedcluster_cli::reproduce::harness::Experiment,
+    out: &Path,
+    expected: &str,
+) -> (Option<bool>, String) {
+    match fedcluster_cli::reproduce::harness::run(exp, &fixture::options(out)) {
+        Ok(_) => (
+            Some(cases::results_without_seconds(out) == expected),
+            String::new(),
+        ),
+        Err(e) => (None, format!("{e:#}")),
+    }
 }

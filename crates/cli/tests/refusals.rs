@@ -18,6 +18,17 @@ fn stderr(o: &std::process::Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
+/// Asserts that `o` failed with every one of `needles` in its stderr, and
+/// returns that stderr.
+fn refused(o: &std::process::Output, needles: &[&str]) -> String {
+    let e = stderr(o);
+    assert!(
+        !o.status.success() && needles.iter().all(|n| e.contains(n)),
+        "{e}"
+    );
+    e
+}
+
 /// Runs `args` in `dir`; fails the test if it takes 20 s (a read that blocks).
 fn bounded(args: &[&str], dir: &std::path::Path) -> std::process::Output {
     let mut child = command(args, dir)
@@ -58,20 +69,12 @@ fn a_fifo_as_init_from_or_checkpoint_is_refused_without_blocking() {
         ],
         &dir,
     );
-    let e = stderr(&o);
-    assert!(
-        !o.status.success() && e.contains("models.safetensors: is a FIFO"),
-        "{e}"
-    );
+    refused(&o, &["models.safetensors: is a FIFO"]);
     assert!(!dir.join("a.lock").exists(), "the lock is left behind");
     std::fs::create_dir(dir.join("b.partial")).unwrap();
     mkfifo(&dir.join("b.partial/checkpoint.bin"));
     let o = bounded(&["run", "cfg.toml", "-q", "--out", "b", "--resume"], &dir);
-    let e = stderr(&o);
-    assert!(
-        !o.status.success() && e.contains("checkpoint.bin: is a FIFO"),
-        "{e}"
-    );
+    refused(&o, &["checkpoint.bin: is a FIFO"]);
     let o = bounded(
         &[
             "run",
@@ -84,11 +87,7 @@ fn a_fifo_as_init_from_or_checkpoint_is_refused_without_blocking() {
         ],
         &dir,
     );
-    let e = stderr(&o);
-    assert!(
-        !o.status.success() && e.contains("/dev/zero: is a device"),
-        "{e}"
-    );
+    refused(&o, &["/dev/zero: is a device"]);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -115,11 +114,7 @@ fn an_init_from_file_with_a_tensor_the_model_lacks_is_refused() {
         ],
         &dir,
     );
-    let e = stderr(&o);
-    assert!(
-        !o.status.success() && e.contains("tensor `cluster7."),
-        "{e}"
-    );
+    refused(&o, &["tensor `cluster7."]);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -130,8 +125,7 @@ fn a_dangling_symbolic_link_as_out_is_refused_before_the_run() {
     std::fs::write(dir.join("cfg.toml"), small(IFCA, 2)).unwrap();
     std::os::unix::fs::symlink(dir.join("nowhere/at-all"), dir.join("link")).unwrap();
     let o = fedcluster(&["run", "cfg.toml", "-q", "--out", "link"], &dir);
-    let e = stderr(&o);
-    assert!(!o.status.success() && e.contains("symbolic link"), "{e}");
+    refused(&o, &["symbolic link"]);
     assert!(!dir.join("link.partial").exists());
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -152,11 +146,7 @@ fn a_second_data_writer_is_refused_while_the_first_holds_the_lock() {
         ],
         &dir,
     );
-    let e = stderr(&o);
-    assert!(
-        !o.status.success() && e.contains("another fedcluster process is writing"),
-        "{e}"
-    );
+    let e = refused(&o, &["another fedcluster process is writing"]);
     assert!(!e.contains("--out"), "suggests a flag: {e}");
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -171,11 +161,7 @@ fn a_reproduction_into_a_run_directory_is_refused() {
             .success()
     );
     let o = fedcluster(&["reproduce", "ifca-synthetic-success", "--out", "r"], &dir);
-    let e = stderr(&o);
-    assert!(
-        !o.status.success() && e.contains("the directory of a `fedcluster run`"),
-        "{e}"
-    );
+    refused(&o, &["the directory of a `fedcluster run`"]);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -193,11 +179,7 @@ fn a_huge_join_range_is_refused_before_anything_is_allocated() {
         ],
         &dir,
     );
-    let e = stderr(&o);
-    assert!(
-        !o.status.success() && e.contains("above the limit of 10000"),
-        "{e}"
-    );
+    refused(&o, &["above the limit of 10000"]);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -217,11 +199,7 @@ fn a_fifo_as_a_play_is_refused_without_blocking_and_leaves_no_lock() {
         ],
         &dir,
     );
-    let e = stderr(&o);
-    assert!(
-        !o.status.success() && e.contains("hamlet.txt") && e.contains("is a FIFO"),
-        "{e}"
-    );
+    refused(&o, &["hamlet.txt", "is a FIFO"]);
     assert!(!dir.join("leaf.lock").exists() && !dir.join("leaf").exists());
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -268,11 +246,7 @@ fn a_second_data_export_is_refused_while_the_first_holds_the_lock() {
     let out = dir.join("fed");
     let held = fedcluster_run::rundir::DirLock::take(&out).unwrap();
     let o = fedcluster(&["data", "export", "c.toml", "--out", "fed"], &dir);
-    let e = stderr(&o);
-    assert!(
-        !o.status.success() && e.contains("another fedcluster process is writing"),
-        "{e}"
-    );
+    refused(&o, &["another fedcluster process is writing"]);
     assert!(!out.exists(), "wrote while locked");
     drop(held);
     let o = fedcluster(&["data", "export", "c.toml", "--out", "fed"], &dir);

@@ -123,8 +123,7 @@ pub fn estimate(config: &RunConfig, data: &DataView<'_>, model: &dyn Model) -> E
     let mut estimate = Estimate::default();
     let values = |shards: &dyn fedcluster_core::Shards| -> (u128, u128, u128) {
         let m = shards.num_clients();
-        let samples = (0..m).map(|i| shards.samples(i) as u128);
-        let (all, most) = samples.fold((0, 0), |(a, b), s| (a + s, b.max(s)));
+        let (all, most) = total_and_largest((0..m).map(|i| shards.samples(i)));
         let per_point = data.dim as u128 + 1;
         (m as u128, all * per_point, most * per_point)
     };
@@ -152,7 +151,7 @@ pub fn estimate(config: &RunConfig, data: &DataView<'_>, model: &dyn Model) -> E
     } else {
         config.threads
     } as u128;
-    let workspace = 2 * 4 * train.2.max(test.2) + 4 * 4 * params * shape.replicas;
+    let workspace = workspace_bytes(train.2.max(test.2), params, shape.replicas);
     let what = format!("workspaces, {threads} threads x {workspace} bytes");
     estimate.add(what, threads * workspace);
     estimate
@@ -166,19 +165,31 @@ pub fn joined(config: &RunConfig, own: &Own, model: &dyn Model) -> Estimate {
     let mut estimate = Estimate::default();
     let clients = own.clients.len() as u128;
     let per_point = own.input.dim as u128 + 1;
-    let samples = own.clients.iter().map(|c| c.len() as u128);
-    let (all, most) = samples.fold((0, 0), |(a, b), s| (a + s, b.max(s)));
+    let (all, most) = total_and_largest(own.clients.iter().map(|c| c.len()));
     estimate.data("own training", clients, all * per_point, true);
     let params = model.num_params() as u128;
     let shape = Shape::of(config);
     let half = config.algorithm.visit(HalfBytes).unwrap_or(0) as u128;
     let messages = (shape.clusters * shape.replicas + 1) * params * 4;
-    let workspace = 2 * 4 * most * per_point + 4 * 4 * params * shape.replicas;
+    let workspace = workspace_bytes(most * per_point, params, shape.replicas);
     let per_client = half + shape.moments * params * 4 + messages + workspace;
     let what =
         format!("per-client state, messages and workspace, {clients} clients x {per_client} bytes");
     estimate.add(what, clients * per_client);
     estimate
+}
+
+/// The sum and the largest of the clients' sample counts.
+fn total_and_largest(samples: impl Iterator<Item = usize>) -> (u128, u128) {
+    samples.fold((0, 0), |(all, most), s| {
+        (all + s as u128, most.max(s as u128))
+    })
+}
+
+/// One thread's workspace: two copies of the largest client's values (`f32`)
+/// and four model-sized vectors per replica.
+fn workspace_bytes(largest_client_values: u128, params: u128, replicas: u128) -> u128 {
+    2 * 4 * largest_client_values + 4 * 4 * params * replicas
 }
 
 /// The size of an algorithm's client half as it is stored per client.
