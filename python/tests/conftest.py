@@ -108,7 +108,27 @@ SMALL_ALGORITHMS: dict[str, dict] = {
     "fedsoft": {"name": "fedsoft", "clusters": 2, "lr": 0.05, "local_steps": 3, "participation": 0.7,
                 "init": {"kind": "gaussian", "std": 1.0}},
     "fedavgm": {"name": "fedavgm", "lr": 0.1},
+    "fesem": {"name": "fesem", "clusters": 2, "lr": 0.1, "local_steps": 3, "participation": 0.7},
+    "flhc": {"name": "flhc", "lr": 0.1, "local_steps": 3, "cluster_round": 2,
+             "cut": {"kind": "clusters", "value": 2}},
+    "pacfl": {"name": "pacfl", "basis": 2, "cut": {"kind": "distance", "value": 30.0}, "lr": 0.1,
+              "local_steps": 3, "participation": 0.7},
+    "fedem": {"name": "fedem", "clusters": 2, "lr": 0.05, "local_steps": 3, "participation": 0.7},
+    # Class labels (its label priors need them): small_run gives it small_images().
+    "fedrc": {"name": "fedrc", "clusters": 2, "lr": 0.1, "local_steps": 2, "participation": 0.7},
 }
+
+#: Algorithms whose small run needs class labels: :func:`small_images`' data.
+LABELLED_ALGORITHMS = {"fedrc"}
+
+
+def small_images() -> tuple[dict, dict]:
+    """Two concepts of small synthetic images (6 clients, 3 classes) and a
+    logistic model, as ``[data]`` and ``[model]`` tables."""
+    data = {"kind": "synthetic-images", "clients": 6, "points_per_client": 12,
+            "test_points_per_client": 4, "clusters": 2, "classes": 3, "height": 4,
+            "width": 4, "channels": 1}
+    return data, {"kind": "logistic"}
 
 
 def small_run(name: str, rounds: int = 6) -> dict:
@@ -130,4 +150,6 @@ def small_run(name: str, rounds: int = 6) -> dict:
     config = small_mixture()
     config["algorithm"] = SMALL_ALGORITHMS[name]
     config["rounds"] = rounds
+    if name in LABELLED_ALGORITHMS:
+        config["data"], config["model"] = small_images()
     return config

@@ -25,7 +25,16 @@
 //!   paper's baseline name;
 //! - [`cfl`]: CFL of Sattler et al., recursive bi-partitioning;
 //! - [`fedsoft`]: FedSoft, soft clustering with proximal local updates;
-//! - [`fedavgm`]: FedAvgM, FedAvg with server momentum (Hsu, Qi, Brown 2019).
+//! - [`fedavgm`]: FedAvgM, FedAvg with server momentum (Hsu, Qi, Brown 2019);
+//! - [`fedem`]: FedEM, EM over a mixture of shared components (Marfoq et al.
+//!   2021);
+//! - [`fedrc`]: FedRC, FedEM's halves with a robust objective that clusters
+//!   by concept shift only (Guo, Tang, Lin 2024);
+//! - [`fesem`]: FeSEM, an E- and an M-step on distances to K centres each round;
+//! - [`flhc`]: FL+HC, FedAvg, one agglomerative clustering of the updates, then
+//!   FedAvg per cluster;
+//! - [`pacfl`]: PACFL, agglomerative clustering of the principal angles between
+//!   the clients' data subspaces, then FedAvg per cluster.
 //!
 //! Shared mechanics live in [`common`] and [`fedavg`] (FedAvg over a fixed
 //! assignment, the last stage of several algorithms). Algorithms do no IO.
@@ -63,6 +72,16 @@ algorithm_table! {
     Fedsoft = "fedsoft" in fedsoft::FedSoft,
     /// FedAvgM, FedAvg with server momentum (Hsu, Qi, Brown 2019).
     Fedavgm = "fedavgm" in fedavgm::FedAvgM,
+    /// FedEM, a mixture of shared components per client (Marfoq et al. 2021).
+    Fedem = "fedem" in fedem::FedEM,
+    /// FedRC, robust soft clustering by concept (Guo, Tang, Lin 2024).
+    Fedrc = "fedrc" in fedrc::FedRC,
+    /// FeSEM, EM over L2 distances between local models and K centres (Xie et al. 2020).
+    Fesem = "fesem" in fesem::FeSem,
+    /// FL+HC, one hierarchical clustering of local updates after FedAvg (Briggs, Fan, Andras 2020).
+    Flhc = "flhc" in flhc::Flhc,
+    /// PACFL, clusters from principal angles between client data subspaces (Vahidian et al. 2023).
+    Pacfl = "pacfl" in pacfl::Pacfl,
 }
 
 pub use common::aggregate::Aggregation;

@@ -11,10 +11,9 @@ use std::path::PathBuf;
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 
-use crate::bench::{BenchOptions, Benchmark, gemm_peak, run_bench};
+use crate::bench::{BenchOptions, Benchmark, gemm_peak, model_steps_table, run_bench};
 use crate::reproduce_command::Reproduce;
 use crate::run_command::{Output, run};
-use crate::table::render;
 use fedcluster_run::config::{data_dir_override, init_from_override};
 
 /// Exit status of a command that failed (its error printed on one line).
@@ -129,6 +128,9 @@ enum Command {
         /// Directory of the real data set's files (MNIST benchmarks).
         #[arg(long)]
         data_dir: Option<PathBuf>,
+        /// model-steps: only the cases whose label contains this (e.g. flex).
+        #[arg(long)]
+        only: Option<String>,
     },
     /// Fetch a data set (MNIST, Fashion-MNIST, CIFAR, Shakespeare) or prepare
     /// one in its published format (LEAF Shakespeare).
@@ -178,7 +180,8 @@ impl Command {
                 rounds,
                 threads,
                 data_dir,
-            } => bench(name, rounds, threads, data_dir),
+                only,
+            } => bench(name, rounds, threads, data_dir, only),
             Command::List => {
                 println!("reproductions (fedcluster reproduce NAME):");
                 let experiments =
@@ -200,49 +203,25 @@ impl Command {
     }
 }
 
-fn bench(name: Benchmark, rounds: usize, threads: usize, data_dir: Option<PathBuf>) -> Result<()> {
-    let reports = run_bench(
-        name,
-        BenchOptions {
-            rounds: rounds.max(1),
-            threads,
-            data_dir,
-        },
-    )?;
-    let peak = gemm_peak();
+fn bench(
+    name: Benchmark,
+    rounds: usize,
+    threads: usize,
+    data_dir: Option<PathBuf>,
+    only: Option<String>,
+) -> Result<()> {
+    let options = BenchOptions {
+        rounds: rounds.max(1),
+        threads,
+        data_dir,
+        only,
+    };
     if name == Benchmark::ModelSteps {
-        let rows: Vec<Vec<String>> = reports
-            .iter()
-            .map(|r| {
-                vec![
-                    r.name.clone(),
-                    format!("{:.0}", r.split.first().map_or(0.0, |s| s.1)),
-                    format!("{:.2}", 1e3 * r.seconds_per_round),
-                    format!("{:.2}", 1e3 * r.best_round),
-                    format!("{:.2}", r.flops_per_round / 1e9),
-                    format!("{:.1}", r.gflops()),
-                    format!("{:.0}%", 100.0 * r.fraction_of(peak)),
-                ]
-            })
-            .collect();
-        println!(
-            "one local SGD step (forward, backward, update), 1 thread, {rounds} timed calls of 5 steps"
-        );
-        let header = [
-            "model, backend",
-            "parameters",
-            "ms / step",
-            "best",
-            "GFLOP / step",
-            "GFLOP/s",
-            "of peak",
-        ];
-        print!("{}", render(&header, &rows));
-        println!(
-            "peak: {peak:.0} GFLOP/s, this machine's single-core f32 GEMM (512^3, in cache), measured now"
-        );
+        print!("{}", model_steps_table(&options)?);
         return Ok(());
     }
+    let reports = run_bench(name, options)?;
+    let peak = gemm_peak();
     for r in reports {
         println!(
             "benchmark {} ({} threads, {} timed rounds)",

@@ -162,6 +162,96 @@ subspace_clients = 40
     )
 }
 
+/// IFCA with `pretrain_rounds = 2` and a frozen trunk, MLP on small synthetic
+/// images, `rounds` rounds.
+pub fn ifca_pretrained(rounds: usize) -> String {
+    format!(
+        r#"
+seed = 7
+rounds = {rounds}
+[data]
+kind = "synthetic-images"
+clients = 6
+points_per_client = 12
+test_points_per_client = 4
+clusters = 2
+classes = 3
+height = 4
+width = 4
+channels = 1
+[model]
+kind = "mlp"
+hidden = 8
+[algorithm]
+name = "ifca"
+clusters = 2
+aggregation = "model"
+lr = 0.05
+local_steps = 2
+pretrain_rounds = 2
+freeze_trunk = true
+"#
+    )
+}
+
+/// PACFL with one subspace per class (`per_class = true`) on small
+/// synthetic images, `rounds` rounds.
+pub fn pacfl_per_class(rounds: usize) -> String {
+    format!(
+        r#"
+seed = 7
+rounds = {rounds}
+[data]
+kind = "synthetic-images"
+clients = 6
+points_per_client = 12
+test_points_per_client = 4
+clusters = 2
+classes = 3
+height = 4
+width = 4
+channels = 1
+[model]
+kind = "mlp"
+hidden = 8
+[algorithm]
+name = "pacfl"
+basis = 2
+per_class = true
+cut = {{ kind = "clusters", value = 2 }}
+proximity = "min-pairwise"
+lr = 0.05
+local_steps = 2
+participation = 0.5
+"#
+    )
+}
+
+/// A small labelled run of `algorithm` (an `[algorithm]` table): two
+/// concepts of synthetic images (6 clients, 3 classes), a logistic model.
+pub fn labelled(algorithm: &str, rounds: usize) -> String {
+    format!(
+        r#"
+seed = 7
+rounds = {rounds}
+[data]
+kind = "synthetic-images"
+clients = 6
+points_per_client = 12
+test_points_per_client = 4
+clusters = 2
+classes = 3
+height = 4
+width = 4
+channels = 1
+[model]
+kind = "logistic"
+[algorithm]
+{algorithm}
+"#
+    )
+}
+
 /// Small runs of the algorithm `name` (config texts, a few rounds each), one
 /// per option that changes its messages (restarts, stable identity, model
 /// averaging, ...); empty for a name it does not know. The tests that cover
@@ -169,32 +259,77 @@ subspace_clients = 40
 /// on a name without a run here: add one with each new algorithm.
 pub fn small_runs(name: &str) -> Vec<String> {
     let tables: &[&str] = match name {
-        "ifca" => &[
-            "name = \"ifca\"\nclusters = 2\nlr = 0.1\nrestarts = 3",
-            "name = \"ifca\"\nclusters = 2\nlr = 0.1\nstable_rounds = 2",
-            "name = \"ifca\"\nclusters = 2\naggregation = \"model\"\nlr = 0.05\nlocal_steps = 2\noptimizer = { kind = \"adam\", batch_size = 16 }",
+        "cflmgd" => &[
+            "name = \"cflmgd\"\nclusters = 2\nlr = 0.1\nmomentum = 0.5",
+            "name = \"cflmgd\"\nclusters = 2\nlr = 0.05\nlocal_steps = 3\noptimizer = { kind = \"sgd\", batch_size = 16, lr_decay = 0.9 }",
         ],
-        "cflmgd" => &["name = \"cflmgd\"\nclusters = 2\nlr = 0.1\nmomentum = 0.5"],
         "oneshot" => &[
             "name = \"oneshot\"\nclusters = 2\nerm_steps = 20\nerm_lr = 0.1\nlr = 0.1\naggregation = \"model\"\nlocal_steps = 2",
         ],
         "local-kmeans" => {
             &["name = \"local-kmeans\"\nclusters = 2\nerm_steps = 20\nerm_lr = 0.1\nlr = 0.1"]
         }
-        "global" => &["name = \"global\"\nlr = 0.1"],
+        "global" => &[
+            "name = \"global\"\nlr = 0.1",
+            "name = \"global\"\nlr = 0.1\nparticipation = 0.1\nclients = \"sequential\"\nweighting = \"uniform\"",
+        ],
         "oracle" => &["name = \"oracle\"\nlr = 0.1"],
         "local" => &["name = \"local\"\nlr = 0.1"],
         "fedavgm" => &["name = \"fedavgm\"\nlr = 0.1"],
+        "fesem" => &[
+            "name = \"fesem\"\nclusters = 2\nlr = 0.1\nlocal_steps = 3",
+            "name = \"fesem\"\nclusters = 2\nlr = 0.1\nlocal_steps = 3\nseeding = \"random\"\nparticipation = 0.5",
+        ],
+        "flhc" => &[
+            "name = \"flhc\"\nlr = 0.1\nlocal_steps = 3\ncluster_round = 2\ncut = { kind = \"clusters\", value = 2 }",
+        ],
+        // One subspace per client on the regression mixture, and one per
+        // class on labelled images.
+        "pacfl" => {
+            return vec![
+                small(
+                    "name = \"pacfl\"\nbasis = 2\ncut = { kind = \"distance\", value = 30.0 }\nlr = 0.1\nlocal_steps = 3",
+                    8,
+                ),
+                pacfl_per_class(8),
+            ];
+        }
         "fedprox" => &["name = \"fedprox\"\nlr = 0.1"],
         "cfl" => &[
             "name = \"cfl\"\nlr = 0.05\nlocal_steps = 3\neps1 = 0.05\neps2 = 0.1\nwarmup_rounds = 3",
+            "name = \"cfl\"\nlr = 0.05\nlocal_steps = 3\neps1 = 0.05\neps2 = 0.1\nwarmup_rounds = 3\nclients_per_round = 4",
         ],
         "fedsoft" => &["name = \"fedsoft\"\nclusters = 2\nlr = 0.05\nlocal_steps = 3"],
+        "fedem" => &[
+            "name = \"fedem\"\nclusters = 2\nlr = 0.05\nlocal_steps = 3",
+            "name = \"fedem\"\nclusters = 2\nlr = 0.05\nlocal_steps = 3\nparticipation = 0.5\noptimizer = { kind = \"adam\", batch_size = 16 }",
+        ],
+        // Class labels: its label priors need them.
+        "fedrc" => {
+            return vec![labelled(
+                "name = \"fedrc\"\nclusters = 2\nlr = 0.1\nlocal_steps = 2\nparticipation = 0.5",
+                8,
+            )];
+        }
         "srfca" => &[
             "name = \"srfca\"\nthreshold = { kind = \"quantile\", value = 0.3 }\nlocal_steps = 10\nlocal_lr = 0.05\nrefine_rounds = 3\nlr = 0.1",
+            "name = \"srfca\"\nthreshold = { kind = \"quantile\", value = 0.3 }\nlocal_steps = 10\nlocal_lr = 0.05\nrefine_rounds = 3\nlr = 0.1\nclients_per_round = 3",
         ],
         // Its own data (anchor clients), and rounds enough for Phase 2.
         "twophase" => return vec![two_phase_mixed(30)],
+        // Pretraining needs a model with a trunk: an MLP on image data.
+        "ifca" => {
+            let mut runs: Vec<String> = [
+                "name = \"ifca\"\nclusters = 2\nlr = 0.1\nrestarts = 3",
+                "name = \"ifca\"\nclusters = 2\nlr = 0.1\nstable_rounds = 2",
+                "name = \"ifca\"\nclusters = 2\naggregation = \"model\"\nlr = 0.05\nlocal_steps = 2\noptimizer = { kind = \"adam\", batch_size = 16 }",
+            ]
+            .iter()
+            .map(|table| small(table, 8))
+            .collect();
+            runs.push(ifca_pretrained(5));
+            return runs;
+        }
         _ => &[],
     };
     tables.iter().map(|table| small(table, 8)).collect()

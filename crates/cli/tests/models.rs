@@ -123,14 +123,6 @@ fn model_keys_that_cannot_work_are_refused_with_the_key_named() {
             "`model.hidden`",
         ),
         (
-            images(
-                8,
-                1,
-                "kind = \"resnet9\"\nchannels = 1\nbackend = \"native\"",
-            ),
-            "`model.backend`",
-        ),
-        (
             images(8, 1, "kind = \"resnet9\"\nchannels = 1\nbackend = \"cuda\""),
             "`model.backend`",
         ),

@@ -1,7 +1,8 @@
-//! A convolutional network: two `k x k` convolutions (valid padding, stride 1),
-//! each followed by ReLU and 2x2 max-pooling, then a ReLU dense layer and a
-//! softmax output (the IFCA paper's CNN: 5x5 convolutions of 32 and 64 channels,
-//! dense 512, 10 classes).
+//! A convolutional network: two `k x k` convolutions (stride 1, zero padding
+//! `padding`: 0 is valid, `k / 2` same), each followed by ReLU and 2x2
+//! max-pooling, then a ReLU dense layer and a softmax output (the IFCA paper's
+//! CNN: valid 5x5 convolutions of 32 and 64 channels, dense 512, 10 classes;
+//! LEAF's FEMNIST CNN: the same with padding 2, dense 2048, 62 classes).
 //!
 //! Images are channels-last (`height x width x channels`, MNIST's 28x28 is
 //! 28x28x1). A convolution is `im2col` then one GEMM over every position of every
@@ -13,7 +14,6 @@
 //! (`c2 x k·k·c1`) and `b`, dense `W` (`hidden x flat`) and `b`, output `W`
 //! (`classes x hidden`) and `b`; all initialised like PyTorch (`U(±1/√fan_in)`).
 
-use fedcluster_core::linalg::{MatMut, MatRef, matmul};
 use fedcluster_core::train::Augmentation;
 use fedcluster_core::{Batch, Model, Rng, Targets, TensorSpec, Workspace};
 
@@ -23,11 +23,14 @@ use crate::logistic::{
 };
 use crate::{ModelError, Result, TargetKind, fits, inv_len};
 
-mod layers;
+pub(crate) mod layers;
 #[cfg(test)]
 mod tests;
 
-use layers::{Conv, col2im, im2col, pool_backward, pool_forward};
+use layers::{
+    Conv, bias_relu, col2im, dense, im2col, input_grad, pool_backward, pool_forward, relu_backward,
+    weight_grad,
+};
 
 /// The network's shape.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -40,6 +43,8 @@ pub struct Cnn {
     pub channels: usize,
     /// Convolution kernel side.
     pub kernel: usize,
+    /// Zero padding of both convolutions (0: valid; `kernel / 2`: same).
+    pub padding: usize,
     /// Channels of the first convolution.
     pub conv1: usize,
     /// Channels of the second convolution.
@@ -73,6 +78,7 @@ impl Cnn {
             width,
             channels,
             kernel: 5,
+            padding: 0,
             conv1: 32,
             conv2: 64,
             hidden: 512,
@@ -101,47 +107,25 @@ impl Cnn {
         if s.classes < 2 {
             return bad("classes must be at least 2");
         }
-        let (h2, w2) = s.second_conv_out();
-        if h2 < 2 || w2 < 2 || s.height < s.kernel || s.width < s.kernel {
+        if s.padding >= s.kernel {
+            return bad("padding must be smaller than the kernel");
+        }
+        let (c1, c2) = s.convs();
+        if c1.out_h < 2 || c1.out_w < 2 || c2.out_h < 2 || c2.out_w < 2 {
             return bad("images are too small for two convolutions and poolings");
         }
         Ok(shape)
     }
 
-    fn conv1_out(&self) -> (usize, usize) {
-        (
-            (self.height + 1).saturating_sub(self.kernel),
-            (self.width + 1).saturating_sub(self.kernel),
-        )
-    }
-
     fn second_conv_out(&self) -> (usize, usize) {
-        let (h, w) = self.conv1_out();
-        (
-            (h / 2 + 1).saturating_sub(self.kernel),
-            (w / 2 + 1).saturating_sub(self.kernel),
-        )
+        let (_, c2) = self.convs();
+        (c2.out_h, c2.out_w)
     }
 
     fn convs(&self) -> (Conv, Conv) {
-        let (h1, w1) = self.conv1_out();
-        let first = Conv {
-            in_h: self.height,
-            in_w: self.width,
-            in_c: self.channels,
-            k: self.kernel,
-            out_h: h1,
-            out_w: w1,
-        };
-        let (h2, w2) = self.second_conv_out();
-        let second = Conv {
-            in_h: h1 / 2,
-            in_w: w1 / 2,
-            in_c: self.conv1,
-            k: self.kernel,
-            out_h: h2,
-            out_w: w2,
-        };
+        let (k, pad) = (self.kernel, self.padding);
+        let first = Conv::new(self.height, self.width, self.channels, k, pad);
+        let second = Conv::new(first.out_h / 2, first.out_w / 2, self.conv1, k, pad);
         (first, second)
     }
 
@@ -187,28 +171,6 @@ impl Cnn {
     }
 }
 
-/// `z (rows x cols) += bias` per column, then ReLU in place.
-fn bias_relu(z: &mut [f32], bias: &[f32]) {
-    for row in z.chunks_exact_mut(bias.len()) {
-        for (v, b) in row.iter_mut().zip(bias) {
-            *v = (*v + b).max(0.0);
-        }
-    }
-}
-
-/// `z (rows x cols) = a · Wᵀ (+ accumulate)` for `w` (`cols x inner`).
-fn dense(z: &mut [f32], a: &[f32], w: &[f32], inner: usize) {
-    let cols = w.len() / inner;
-    let rows = a.len() / inner;
-    matmul(
-        MatMut::row_major(z, rows, cols),
-        MatRef::row_major(a, rows, inner),
-        MatRef::row_major(w, cols, inner).t(),
-        false,
-        1.0,
-    );
-}
-
 /// Buffers of one forward pass, kept for the backward pass.
 struct Forward<'a> {
     cols1: &'a mut [f32],
@@ -247,55 +209,20 @@ impl Cnn {
         let l = self.layout();
         let (c1, c2) = self.convs();
         im2col(&c1, x, n, f.cols1);
-        dense(f.a1, f.cols1, &params[..l.b1], c1.patch());
+        dense(f.a1, f.cols1, &params[..l.b1], c1.patch(), 1.0);
         bias_relu(f.a1, &params[l.b1..l.w2]);
         pool_forward(c1.out_h, c1.out_w, self.conv1, n, f.a1, f.p1, f.idx1);
         im2col(&c2, f.p1, n, f.cols2);
-        dense(f.a2, f.cols2, &params[l.w2..l.b2], c2.patch());
+        dense(f.a2, f.cols2, &params[l.w2..l.b2], c2.patch(), 1.0);
         bias_relu(f.a2, &params[l.b2..l.w3]);
         pool_forward(c2.out_h, c2.out_w, self.conv2, n, f.a2, f.p2, f.idx2);
-        dense(f.h, f.p2, &params[l.w3..l.b3], self.flat());
+        dense(f.h, f.p2, &params[l.w3..l.b3], self.flat(), 1.0);
         bias_relu(f.h, &params[l.b3..l.w4]);
-        dense(f.z, f.h, &params[l.w4..l.b4], self.hidden);
+        dense(f.z, f.h, &params[l.w4..l.b4], self.hidden, 1.0);
         for row in f.z.chunks_exact_mut(self.classes) {
             for (v, b) in row.iter_mut().zip(&params[l.b4..l.end]) {
                 *v += b;
             }
-        }
-    }
-}
-
-/// `g (rows_out x inner) = scale · dᵀ a` for `d` (`n x rows_out`), `a` (`n x inner`).
-fn weight_grad(g: &mut [f32], d: &[f32], a: &[f32], n: usize, scale: f32) {
-    let rows_out = d.len() / n.max(1);
-    let inner = a.len() / n.max(1);
-    matmul(
-        MatMut::row_major(g, rows_out, inner),
-        MatRef::row_major(d, n, rows_out).t(),
-        MatRef::row_major(a, n, inner),
-        false,
-        scale,
-    );
-}
-
-/// `da (n x inner) = d · W` for `d` (`n x rows_out`) and `w` (`rows_out x inner`).
-fn input_grad(da: &mut [f32], d: &[f32], w: &[f32], n: usize) {
-    let rows_out = d.len() / n.max(1);
-    let inner = w.len() / rows_out.max(1);
-    matmul(
-        MatMut::row_major(da, n, inner),
-        MatRef::row_major(d, n, rows_out),
-        MatRef::row_major(w, rows_out, inner),
-        false,
-        1.0,
-    );
-}
-
-/// Zeroes `d` where the ReLU output `a` is not positive.
-fn relu_backward(d: &mut [f32], a: &[f32]) {
-    for (g, v) in d.iter_mut().zip(a) {
-        if *v <= 0.0 {
-            *g = 0.0;
         }
     }
 }
@@ -429,19 +356,19 @@ impl Model for Cnn {
         // Output layer.
         weight_grad(&mut grad[l.w4..l.b4], f.z, f.h, n, s);
         bias_grad(f.z, self.classes, 0, s, &mut grad[l.b4..l.end]);
-        input_grad(dh, f.z, &params[l.w4..l.b4], n);
+        input_grad(dh, f.z, &params[l.w4..l.b4], n, 1.0);
         relu_backward(dh, f.h);
         // Dense layer.
         weight_grad(&mut grad[l.w3..l.b3], dh, f.p2, n, s);
         bias_grad(dh, self.hidden, 0, s, &mut grad[l.b3..l.w4]);
-        input_grad(dp2, dh, &params[l.w3..l.b3], n);
+        input_grad(dp2, dh, &params[l.w3..l.b3], n, 1.0);
         // Second convolution: unpool, ReLU, weights over every position.
         pool_backward(dp2, f.idx2, da2);
         relu_backward(da2, f.a2);
         let rows2 = n * c2.out_h * c2.out_w;
         weight_grad(&mut grad[l.w2..l.b2], da2, f.cols2, rows2, s);
         bias_grad(da2, self.conv2, 0, s, &mut grad[l.b2..l.w3]);
-        input_grad(dcols2, da2, &params[l.w2..l.b2], rows2);
+        input_grad(dcols2, da2, &params[l.w2..l.b2], rows2, 1.0);
         col2im(&c2, dcols2, n, dp1);
         // First convolution.
         pool_backward(dp1, f.idx1, da1);

@@ -5,7 +5,13 @@
 //!   its `[model]` config [`LinearConfig`].
 //! - [`logistic`]: [`LogisticRegression`], multinomial (softmax) regression, and
 //!   [`LogisticConfig`].
-//! - [`mlp`], [`cnn`]: [`Mlp`] and [`Cnn`], the papers' MNIST networks.
+//! - [`mlp`], [`cnn`]: [`Mlp`] and [`Cnn`], the papers' MNIST networks (the
+//!   CNN with valid or same padding: LEAF's FEMNIST CNN too).
+//! - [`resnet9`]: [`ResNet9`] (Page 2019) with batch normalisation, its
+//!   running statistics in the flat vector (the burn tier's `resnet9` on the
+//!   same flat vector).
+//! - [`lstm`]: [`CharLstm`], LEAF's Shakespeare character LSTM (the burn
+//!   tier's `char-lstm` on the same flat vector).
 //! - Local training is `fedcluster_core::train` (its tests on these models
 //!   are `tests/train.rs`).
 //! - [`gradcheck`]: analytic gradients against central finite differences.
@@ -22,13 +28,17 @@ pub mod gradcheck;
 pub mod init;
 pub mod linear;
 pub mod logistic;
+pub mod lstm;
 pub mod mlp;
+pub mod resnet9;
 
 pub use cnn::Cnn;
 pub use error::{ModelError, Result};
 pub use linear::{LinearConfig, LinearRegression};
 pub use logistic::{LogisticConfig, LogisticRegression};
+pub use lstm::CharLstm;
 pub use mlp::Mlp;
+pub use resnet9::ResNet9;
 
 use fedcluster_core::{Batch, Targets};
 

@@ -18,8 +18,10 @@ use crate::{Backend, Net, NnError};
 pub enum ModelBackend {
     /// The hand-written models (linear, logistic, MLP, CNN).
     Native,
-    /// burn's CPU backend.
+    /// burn's ndarray CPU backend.
     Ndarray,
+    /// burn's flex CPU backend (im2col + GEMM).
+    Flex,
     /// burn's CUDA backend (a build with `--features cuda` and a GPU).
     Cuda,
 }
@@ -118,10 +120,11 @@ pub(crate) fn on_burn(
         ModelBackend::Native => {
             return Err(invalid(
                 "backend",
-                "this network has no native implementation; use \"ndarray\" or \"cuda\"",
+                "this network has no native implementation; use \"ndarray\", \"flex\" or \"cuda\"",
             ));
         }
         ModelBackend::Ndarray => Backend::Cpu,
+        ModelBackend::Flex => Backend::Flex,
         ModelBackend::Cuda => Backend::Cuda,
     };
     crate::build(net, backend, augmentation).map_err(|e| match e {
@@ -197,5 +200,23 @@ mod tests {
             "field `model.channels`: 50 features are not square images of 1 channel(s)"
         );
         assert!(image(&Input::flat(48, task), 0).is_err());
+    }
+
+    #[test]
+    fn each_burn_backend_builds_and_native_names_them() {
+        let net = Net::Mlp(crate::nets::Mlp {
+            input: 4,
+            hidden: 3,
+            classes: 2,
+        });
+        for backend in [None, Some(ModelBackend::Ndarray), Some(ModelBackend::Flex)] {
+            let model = on_burn(net, backend, None).expect("a CPU backend");
+            assert_eq!(model.num_params(), 4 * 3 + 3 + 3 * 2 + 2, "{backend:?}");
+        }
+        let err = on_burn(net, Some(ModelBackend::Native), None).err();
+        assert_eq!(
+            err.expect("no native network on burn").to_string(),
+            "field `model.backend`: this network has no native implementation; use \"ndarray\", \"flex\" or \"cuda\""
+        );
     }
 }

@@ -1,11 +1,21 @@
-//! Where a network runs: burn's CPU backend (`ndarray`, single-threaded, so
-//! clients run in parallel and results do not depend on the thread count) or,
+//! Where a network runs: burn's two CPU backends, `ndarray` and `flex`, or,
 //! with the `cuda` feature, an NVIDIA GPU. The CUDA driver and NVRTC are
 //! probed before burn touches them, so a machine without them gets an error,
 //! not a panic inside the CUDA bindings.
+//!
+//! Both CPU backends are built without threads of their own (ndarray without
+//! `multi-threads`, flex without `rayon`, neither with `simd`: the workspace's
+//! `burn` line), so every tensor operation runs whole on the thread that calls
+//! it, in an order that does not depend on the other threads. Clients then run
+//! in parallel on the simulator's rayon pool and a round's result is
+//! bit-identical for any thread count (`tests/threads.rs`).
 
-/// The CPU backend with autodiff.
+/// burn's ndarray CPU backend with autodiff.
 pub type Cpu = burn::backend::Autodiff<burn::backend::NdArray<f32>>;
+
+/// burn's flex CPU backend (im2col + GEMM on the `gemm` crate, one thread per
+/// operation) with autodiff.
+pub type Flex = burn::backend::Autodiff<burn::backend::Flex>;
 
 /// The CUDA backend with autodiff.
 #[cfg(feature = "cuda")]

@@ -3,8 +3,8 @@
 //! aggregation, distances and the wire treat them like the hand-written
 //! models of `fedcluster-models`.
 //!
-//! The backend is burn 0.21: its CPU backend (`ndarray`, in the default build)
-//! and, behind the `cuda` feature, its CUDA backend. A network is an
+//! The backend is burn 0.21: its CPU backends (`ndarray` and `flex`, in the
+//! default build) and, behind the `cuda` feature, its CUDA backend. A network is an
 //! [`Architecture`]: a parameter layout ([`flat::ParamSpec`], in PyTorch's
 //! layouts, images channels-last) and a forward pass over one tensor per layout
 //! entry; [`NetModel`] makes any architecture a `Model`. The flat vector is
@@ -72,6 +72,8 @@ pub enum NnError {
 pub enum Backend {
     /// burn's CPU backend (`ndarray`).
     Cpu,
+    /// burn's second CPU backend (`flex`: im2col + GEMM).
+    Flex,
     /// burn's CUDA backend, device 0 (needs the `cuda` feature, a GPU, its
     /// driver and NVRTC).
     Cuda,
@@ -131,6 +133,7 @@ pub fn build(
     }
     match backend {
         Backend::Cpu => Ok(on::<device::Cpu>(net, Default::default(), augmentation)),
+        Backend::Flex => Ok(on::<device::Flex>(net, Default::default(), augmentation)),
         Backend::Cuda => cuda(net, augmentation),
     }
 }

@@ -6,7 +6,9 @@
 //!
 //! Round protocol:
 //! 1. All clients start in one cluster with one model.
-//! 2. Each round every participant receives its cluster's model, runs
+//! 2. Each round every client (with `clients_per_round`, that many members
+//!    of each cluster drawn by the server, as the SR-FCA public code's CFL
+//!    does) receives its cluster's model, runs
 //!    `local_steps` full-batch gradient steps and sends the new model; the server
 //!    keeps its update `Δθ_i = θ_i − θ_c`.
 //! 3. Every cluster model becomes the sample-weighted mean of its members' new
@@ -17,7 +19,10 @@
 //!    still large, `max_i ‖Δθ_i‖ > eps2`, is split in two by the optimal
 //!    bipartition of the cosine similarities `⟨Δθ_i, Δθ_j⟩ / (‖Δθ_i‖ ‖Δθ_j‖)`
 //!    (complete-linkage agglomerative clustering to two groups, as the paper's
-//!    code does); both halves start from the cluster's model.
+//!    code does); both halves start from the cluster's model. Under
+//!    `clients_per_round` the criteria and the bipartition read each member's
+//!    latest update, from an earlier round for a member not drawn in this one
+//!    (the public code likewise reads every member's last trained weights).
 
 mod bipartition;
 mod server;

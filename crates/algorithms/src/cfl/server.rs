@@ -15,6 +15,7 @@ use crate::common::aggregate::{LossMeter, ModelSums};
 use crate::common::checked::{Checked, FieldError, Validate, at_least_one, positive};
 use crate::common::init::InitScheme;
 use crate::common::messages::{ClusterModel, ModelReply};
+use crate::common::sampling::members_for_round;
 use crate::common::trainer::Optimizer;
 
 /// CFL parameters.
@@ -42,6 +43,12 @@ pub struct Config {
     /// Local optimizer: full-batch GD (default) or Adam on minibatches.
     #[serde(default)]
     pub optimizer: Optimizer,
+    /// Partial participation, per cluster: each round every cluster sends its
+    /// model to this many of its members, drawn uniformly without replacement
+    /// (all of them when it has no more), as the SR-FCA public code's CFL does
+    /// (`num_clients_per_round`); absent (default): every client every round.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clients_per_round: Option<usize>,
 }
 
 fn default_local_steps() -> usize {
@@ -61,6 +68,9 @@ impl Validate for Config {
         positive("eps1", self.eps1)?;
         positive("eps2", self.eps2)?;
         at_least_one("min_split_size", self.min_split_size)?;
+        if let Some(count) = self.clients_per_round {
+            at_least_one("clients_per_round", count)?;
+        }
         self.optimizer.validate("optimizer")?;
         self.init.validate("init")
     }
@@ -74,7 +84,8 @@ pub struct CflServer {
     /// Cluster models, back to back.
     models: Vec<f32>,
     assignment: Vec<Option<usize>>,
-    /// This round's update `Δθ_i` of every client, `m x p`.
+    /// The latest update `Δθ_i` of every client, `m x p` (zero before its
+    /// first round; from an earlier round for a member not drawn in this one).
     updates: Vec<f32>,
     samples: Vec<usize>,
     sums: ModelSums,
@@ -114,6 +125,15 @@ impl CflServer {
     /// Number of clusters now.
     pub fn clusters(&self) -> usize {
         self.models.len() / self.p
+    }
+
+    /// Each cluster's members, in client-id order.
+    pub(super) fn members(&self) -> Vec<Vec<ClientId>> {
+        let mut members = vec![Vec::new(); self.clusters()];
+        for (i, a) in self.assignment.iter().enumerate() {
+            members[a.expect("every CFL client is in a cluster")].push(i);
+        }
+        members
     }
 
     fn update(&self, i: usize) -> &[f32] {
@@ -171,16 +191,23 @@ impl ServerHalf for CflServer {
     fn plan(
         &mut self,
         _ctx: &RoundCtx,
-        _rng: &mut Rng,
+        rng: &mut Rng,
     ) -> Result<Vec<(ClientId, ClusterModel)>, AlgoError> {
         self.sums.reset(self.clusters(), self.p);
         let models = Arc::new(self.models.clone());
-        Ok(self
-            .assignment
-            .iter()
-            .enumerate()
-            .map(|(i, a)| {
-                let cluster = a.expect("every CFL client is in a cluster") as u32;
+        let mut chosen: Vec<ClientId> = match self.config.clients_per_round {
+            None => (0..self.assignment.len()).collect(),
+            Some(count) => self
+                .members()
+                .iter()
+                .flat_map(|members| members_for_round(members, count, rng))
+                .collect(),
+        };
+        chosen.sort_unstable();
+        Ok(chosen
+            .into_iter()
+            .map(|i| {
+                let cluster = self.assignment[i].expect("every CFL client is in a cluster") as u32;
                 (
                     i,
                     ClusterModel {
@@ -218,10 +245,7 @@ impl ServerHalf for CflServer {
 
     fn finish(&mut self, ctx: &RoundCtx) -> Result<(), AlgoError> {
         let k = self.clusters();
-        let mut members = vec![Vec::new(); k];
-        for (i, a) in self.assignment.iter().enumerate() {
-            members[a.expect("assigned")].push(i);
-        }
+        let members = self.members();
         let to_split: Vec<usize> = if ctx.round >= self.config.warmup_rounds {
             (0..k).filter(|&c| self.should_split(&members[c])).collect()
         } else {

@@ -25,6 +25,13 @@
 //! its cluster). `"own"` starts from the client's own `u_i(t−1)`, the buffer it
 //! sent last round (zero at first), whichever cluster it picks now.
 //!
+//! Local steps (`optimizer`): Algorithm 1's LocalUpdate takes full-batch
+//! gradients; the paper's CIFAR-10 protocol ("step size decay 0.99",
+//! participation 0.1) trains on minibatches, which `optimizer = { kind =
+//! "sgd", batch_size, lr_decay }` selects: the same heavy-ball steps on
+//! shuffled minibatches from the client's stream, the step size of round `t`
+//! being `η · lr_decay^t` (`{ kind = "gd", lr_decay }` decays full-batch steps).
+//!
 //! The machinery is IFCA's ([`crate::ifca`], with `momentum = β`); this module is
 //! the algorithm's configuration. With `clusters = 1` it is FedAvg with momentum,
 //! the paper's FedAvg baseline.
@@ -34,6 +41,7 @@ use serde::{Deserialize, Serialize};
 use crate::common::aggregate::Aggregation;
 use crate::common::checked::{Checked, FieldError, Validate};
 use crate::common::init::InitScheme;
+use crate::common::trainer::Optimizer;
 use crate::ifca;
 use crate::table::{Algorithm, Setup};
 
@@ -67,6 +75,12 @@ pub struct Config {
     /// buffer (`"cluster"`, Algorithm 1) or its own (`"own"`).
     #[serde(default, skip_serializing_if = "MomentumBuffer::is_cluster")]
     pub buffer: MomentumBuffer,
+    /// Local steps (option II): full-batch (default, `{ kind = "gd" }`) or on
+    /// minibatches (`{ kind = "sgd", batch_size }`, its own `momentum` left
+    /// 0: `β` is `momentum`), either with a per-round step-size decay
+    /// `lr_decay` (the paper's CIFAR-10 protocol: minibatches, decay 0.99).
+    #[serde(default, skip_serializing_if = "Optimizer::is_plain_gd")]
+    pub optimizer: Optimizer,
 }
 
 /// Where a client's momentum starts each round (see the module doc).
@@ -117,7 +131,9 @@ impl Config {
             min_share: 0.0,
             weight_sharing: false,
             momentum: self.momentum,
-            optimizer: Default::default(),
+            optimizer: self.optimizer,
+            pretrain_rounds: 0,
+            freeze_trunk: false,
         }
     }
 }

@@ -14,6 +14,33 @@ pub enum Aggregation {
     Model,
 }
 
+/// How a model average weighs the clients' models.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Weighting {
+    /// By each client's number of samples (FedAvg).
+    #[default]
+    Samples,
+    /// Every client alike: the plain mean of the models (the SR-FCA public
+    /// code's `average_model`).
+    Uniform,
+}
+
+impl Weighting {
+    /// The weight of a client with `samples` points.
+    pub fn weight(self, samples: usize) -> f64 {
+        match self {
+            Weighting::Samples => samples as f64,
+            Weighting::Uniform => 1.0,
+        }
+    }
+
+    /// Whether this is the default (configs leave it unwritten).
+    pub fn is_samples(&self) -> bool {
+        *self == Weighting::Samples
+    }
+}
+
 /// Running sums for model averaging over a stream of replies: add each
 /// contribution as it arrives, then [`ModelSums::finish`] into the models.
 #[derive(Debug, Default, serde::Serialize, serde::Deserialize)]

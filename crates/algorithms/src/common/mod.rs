@@ -1,12 +1,16 @@
 //! Mechanics shared by several algorithms: validated configs, model
-//! initialisation, client sampling, per-cluster aggregation, k-means and
-//! threshold-graph components.
+//! initialisation, client sampling, per-cluster aggregation, k-means,
+//! threshold-graph components, agglomerative clustering, and a model's
+//! head trained behind a frozen trunk.
 
+pub mod agglomerative;
 pub mod aggregate;
 pub mod checked;
 pub mod graph;
+pub mod head_only;
 pub mod init;
 pub mod kmeans;
 pub mod messages;
+pub mod mixture;
 pub mod sampling;
 pub mod trainer;

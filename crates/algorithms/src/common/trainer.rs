@@ -7,14 +7,17 @@
 //! (`keep_state = true`, the default) or starts afresh at every local training
 //! (`keep_state = false`: the SR-FCA paper's public code builds a new torch
 //! optimizer at every call); any of them optionally with a proximal pull
-//! towards a centre (FedSoft), and with a per-round step-size decay. The
+//! towards a centre (FedSoft), or on a per-sample weighted loss (FedEM,
+//! FedRC: `train_weighted`), and with a per-round step-size decay. The
 //! trainer adds no loop of its own.
 
 use serde::{Deserialize, Serialize};
 
 use fedcluster_core::ClientEnv;
 use fedcluster_core::train::full_batch::pulled_descent;
-use fedcluster_core::train::{MinibatchOptimizer, MinibatchSpec, OptimizerState, Pull, minibatch};
+use fedcluster_core::train::{
+    MinibatchOptimizer, MinibatchSpec, OptimizerState, Pull, minibatch, weighted,
+};
 
 use super::checked::{FieldError, at_least_one};
 
@@ -85,6 +88,12 @@ impl Default for Optimizer {
 }
 
 impl Optimizer {
+    /// Whether this is the default, full-batch gradient descent without decay
+    /// (configs that added the key later leave it unwritten).
+    pub fn is_plain_gd(&self) -> bool {
+        *self == Optimizer::default()
+    }
+
     /// Whether this is full-batch gradient descent.
     pub fn is_gd(&self) -> bool {
         matches!(self, Optimizer::Gd { .. })
@@ -227,6 +236,51 @@ impl LocalTrainer {
         self.steps(params, Some(Pull { mu, centre }), lr, steps, env)
     }
 
+    /// `steps` local steps of size `lr` (decayed for the round) from `params`
+    /// on the per-sample weighted loss `(1/n) Σ_i w_i ℓ_i` (`weights`, one per
+    /// sample, finite and `>= 0`): full-batch GD summed sample by sample, or
+    /// SGD or Adam on minibatches drawn in proportion to the weights
+    /// ([`fedcluster_core::train::weighted`]). Returns the weighted loss at
+    /// the start (an estimate of it for SGD and Adam), non-finite if training
+    /// diverged.
+    pub fn train_weighted(
+        &mut self,
+        params: &mut [f32],
+        weights: &[f32],
+        lr: f32,
+        steps: usize,
+        env: &mut ClientEnv<'_>,
+    ) -> f64 {
+        let lr = self.optimizer.lr_at(lr, env.round);
+        match self.optimizer.minibatch() {
+            None => env.ws.with_grad(params.len(), |grad, ws| {
+                weighted::descent(env.model, params, env.data, weights, lr, steps, grad, ws)
+            }),
+            Some((optimizer, batch_size)) => {
+                if !self.optimizer.keeps_state() {
+                    self.state.restart();
+                }
+                let spec = MinibatchSpec {
+                    optimizer,
+                    lr,
+                    batch_size,
+                    pull: None,
+                };
+                weighted::minibatch_steps(
+                    env.model,
+                    params,
+                    env.data,
+                    weights,
+                    &spec,
+                    steps,
+                    &mut self.state,
+                    &mut env.rng,
+                    env.ws,
+                )
+            }
+        }
+    }
+
     fn steps(
         &mut self,
         params: &mut [f32],
@@ -263,6 +317,70 @@ impl LocalTrainer {
                 )
             }
         }
+    }
+}
+
+/// CFL-MGD's local update: `steps` heavy-ball steps `u <- β u + ∇`,
+/// `θ <- θ − lr u` from `params` and the momentum buffer `velocity` (both
+/// updated in place), with the step size decayed for the round; full-batch
+/// under `Gd` ([`fedcluster_core::Model::train_momentum`]), on shuffled
+/// minibatches under `Sgd` (its `weight_decay` applied; its own `momentum`
+/// and `keep_state` are the config's to reject, `β` and the buffer standing
+/// in for them). Returns the loss at the start (of the first minibatch), non-finite
+/// if training diverged; Adam, which has no such buffer, returns NaN
+/// (configs reject it).
+#[allow(clippy::too_many_arguments)]
+pub fn momentum_steps(
+    optimizer: Optimizer,
+    params: &mut [f32],
+    velocity: &mut [f32],
+    lr: f32,
+    beta: f32,
+    steps: usize,
+    env: &mut ClientEnv<'_>,
+) -> f64 {
+    let lr = optimizer.lr_at(lr, env.round);
+    match optimizer {
+        Optimizer::Gd { .. } => env
+            .model
+            .train_momentum(params, velocity, env.data, lr, beta, steps, env.ws),
+        Optimizer::Sgd {
+            batch_size,
+            weight_decay,
+            ..
+        } => {
+            let mut state = OptimizerState {
+                first: velocity.to_vec(),
+                second: Vec::new(),
+                t: 0,
+            };
+            let spec = MinibatchSpec {
+                optimizer: MinibatchOptimizer::Sgd {
+                    momentum: beta,
+                    weight_decay,
+                },
+                lr,
+                batch_size,
+                pull: None,
+            };
+            let loss = minibatch::steps(
+                env.model,
+                params,
+                env.data,
+                &spec,
+                steps,
+                &mut state,
+                &mut env.rng,
+                env.ws,
+            );
+            if state.first.len() == velocity.len() {
+                velocity.copy_from_slice(&state.first);
+                loss
+            } else {
+                f64::NAN
+            }
+        }
+        Optimizer::Adam { .. } => f64::NAN,
     }
 }
 

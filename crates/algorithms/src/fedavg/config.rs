@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::common::aggregate::Aggregation;
+use crate::common::aggregate::{Aggregation, Weighting};
 use crate::common::checked::{FieldError, Validate, at_least_one, fraction, positive};
 use crate::common::init::InitScheme;
 use crate::common::trainer::Optimizer;
@@ -29,6 +29,43 @@ pub struct Config {
     /// minibatches, its state kept by each client.
     #[serde(default)]
     pub optimizer: Optimizer,
+    /// Model averaging: each model weighted by its client's samples (default)
+    /// or all alike (`"uniform"`, the SR-FCA public code's plain mean).
+    #[serde(default, skip_serializing_if = "Weighting::is_samples")]
+    pub weighting: Weighting,
+    /// The round's participants train side by side from the round's model
+    /// (`"parallel"`, default) or one after another (`"sequential"`), each
+    /// from where the previous one stopped, as the SR-FCA public code's
+    /// `ClusterTrainer` does (see [`Clients::Sequential`]).
+    #[serde(default, skip_serializing_if = "Clients::is_parallel")]
+    pub clients: Clients,
+}
+
+/// How a round's participants train (model averaging).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Clients {
+    /// Every participant from the round's model, in parallel (FedAvg).
+    #[default]
+    Parallel,
+    /// Emulates the SR-FCA public code (`src/trainers.py`, `ClusterTrainer`
+    /// at commit a1b418f): it hands every sampled client the round model's own
+    /// tensors (`param.data = wts[name]`), so the clients of a cluster train
+    /// one after another, each from where the last stopped, in the sampled
+    /// (random) order; on a GPU each client's `model.cpu()` keeps a copy of
+    /// the shared weights as they were when it finished, and the round's model
+    /// is the mean of these checkpoints. Here a round of `c` participants per
+    /// cluster takes `c` engine rounds, one link of the chain each (set
+    /// `rounds` to `c` times the paper's rounds); the cluster's model changes
+    /// when its chain ends, to the average of the checkpoints (`weighting`).
+    Sequential,
+}
+
+impl Clients {
+    /// Whether this is the default (configs leave it unwritten).
+    pub fn is_parallel(&self) -> bool {
+        *self == Clients::Parallel
+    }
 }
 
 fn default_aggregation() -> Aggregation {
@@ -50,6 +87,12 @@ impl Validate for Config {
         fraction("participation", self.participation)?;
         self.init.validate("init")?;
         self.optimizer.validate("optimizer")?;
+        if self.clients == Clients::Sequential && self.aggregation != Aggregation::Model {
+            return Err(FieldError::new(
+                "clients",
+                "\"sequential\" chains local trainings; it needs aggregation = \"model\"",
+            ));
+        }
         Ok(())
     }
 }

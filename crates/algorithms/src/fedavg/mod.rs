@@ -14,15 +14,21 @@
 //!    the new model.
 //! 4. Gradient option: `θ_j <- θ_j - (γ/|M_t|) Σ_{i in S_j} g_i`. Model option:
 //!    `θ_j <-` the sample-weighted mean of the models of `S_j`; a cluster that
-//!    received none keeps its model.
+//!    received none keeps its model. With `weighting = "uniform"` the mean
+//!    is unweighted; with `clients = "sequential"` the participants train one
+//!    after another, one per engine round ([`chain`], emulating the SR-FCA
+//!    public code).
 
+mod chain;
 mod client;
 mod config;
 mod server;
 
 pub use client::FedAvgClient;
-pub use config::Config;
+pub use config::{Clients, Config};
 pub use server::FedAvgServer;
 
+#[cfg(test)]
+mod option_tests;
 #[cfg(test)]
 mod tests;

@@ -7,7 +7,8 @@ use fedcluster_core::{
     AlgoError, ClientId, Model, Purpose, Rng, RoundCtx, ServerHalf, Snapshot, stream,
 };
 
-use super::config::Config;
+use super::chain::Chain;
+use super::config::{Clients, Config};
 use crate::common::aggregate::{Aggregation, LossMeter, ModelSums};
 use crate::common::checked::{Checked, FieldError};
 use crate::common::messages::{ClusterModel, ModelReply};
@@ -23,10 +24,14 @@ pub struct FedAvgServer {
     assignment: Vec<Option<usize>>,
     train_loss: Option<f64>,
     participants: usize,
-    /// Model averaging: running weighted sums of the round's models.
-    sums: ModelSums,
+    /// Model averaging: running weighted sums of the round's models (boxed,
+    /// as the chain: other servers hold this one inline in their phases).
+    sums: Box<ModelSums>,
     /// The round's training loss.
     loss: LossMeter,
+    /// `clients = "sequential"`: the round's chains while they run.
+    #[serde(default)]
+    chain: Option<Box<Chain>>,
 }
 
 impl FedAvgServer {
@@ -89,9 +94,38 @@ impl FedAvgServer {
             assignment: assignment.into_iter().map(Some).collect(),
             train_loss: None,
             participants: 0,
-            sums: ModelSums::default(),
+            sums: Box::default(),
             loss: LossMeter::default(),
+            chain: None,
         })
+    }
+}
+
+impl FedAvgServer {
+    /// `clients = "sequential"`: the next link of the round's chains, which
+    /// start (participants drawn, the sums reset) when none is running.
+    fn plan_link(&mut self, rng: &mut Rng) -> Vec<(ClientId, ClusterModel)> {
+        let (p, k) = (self.p, self.models.len() / self.p);
+        if self.chain.is_none() {
+            let chosen = participants(self.assignment.len(), self.config.participation, rng);
+            self.sums.reset(k, p);
+            let chain = Chain::new(&chosen, &self.assignment, &self.models, k, rng);
+            self.chain = Some(Box::new(chain));
+        }
+        let chain = self.chain.as_ref().expect("started above");
+        let link = chain.link();
+        self.participants = link.len();
+        let models = Arc::new(chain.current.clone());
+        link.into_iter()
+            .map(|(id, c)| {
+                let down = ClusterModel {
+                    models: Arc::clone(&models),
+                    cluster: c as u32,
+                    p,
+                };
+                (id, down)
+            })
+            .collect()
     }
 }
 
@@ -104,6 +138,9 @@ impl ServerHalf for FedAvgServer {
         _ctx: &RoundCtx,
         rng: &mut Rng,
     ) -> Result<Vec<(ClientId, ClusterModel)>, AlgoError> {
+        if self.config.clients == Clients::Sequential {
+            return Ok(self.plan_link(rng));
+        }
         let models = Arc::new(self.models.clone());
         let chosen = participants(self.assignment.len(), self.config.participation, rng);
         self.participants = chosen.len();
@@ -138,13 +175,25 @@ impl ServerHalf for FedAvgServer {
                 let scale = self.config.lr / self.participants.max(1) as f32;
                 axpy(-scale, &up.payload, &mut self.models[c * p..(c + 1) * p]);
             }
-            Aggregation::Model => self.sums.add(c, &up.payload, up.samples as f64),
+            Aggregation::Model => {
+                let weight = self.config.weighting.weight(up.samples);
+                self.sums.add(c, &up.payload, weight);
+                if let Some(chain) = &mut self.chain {
+                    chain.current[c * p..(c + 1) * p].copy_from_slice(&up.payload);
+                }
+            }
         }
         self.loss.add(loss, up.samples);
         Ok(())
     }
 
     fn finish(&mut self, ctx: &RoundCtx) -> Result<(), AlgoError> {
+        if let Some(chain) = &mut self.chain {
+            if !chain.advance() {
+                return Ok(());
+            }
+            self.chain = None;
+        }
         if self.config.aggregation == Aggregation::Model {
             self.sums.finish(&mut self.models);
         }

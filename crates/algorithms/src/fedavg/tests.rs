@@ -18,6 +18,8 @@ fn server(aggregation: Aggregation, assignment: Vec<usize>) -> FedAvgServer {
         participation: 1.0,
         init: InitScheme::Zeros,
         optimizer: Default::default(),
+        weighting: Default::default(),
+        clients: Default::default(),
     })
     .unwrap();
     let model = LinearRegression::new(2).unwrap();
@@ -102,6 +104,8 @@ fn an_assignment_beyond_k_is_rejected() {
         participation: 1.0,
         init: InitScheme::Zeros,
         optimizer: Default::default(),
+        weighting: Default::default(),
+        clients: Default::default(),
     })
     .unwrap();
     let model = LinearRegression::new(2).unwrap();
@@ -128,6 +132,8 @@ fn adam_run(
             keep_state: true,
             lr_decay: 1.0,
         },
+        weighting: Default::default(),
+        clients: Default::default(),
     })
     .unwrap();
     let client = super::FedAvgClient::from_config(&config);

@@ -95,6 +95,8 @@ fn without_momentum_it_is_fedavg() {
         participation: 1.0,
         init: InitScheme::Zeros,
         optimizer: Default::default(),
+        weighting: Default::default(),
+        clients: Default::default(),
     })
     .unwrap();
     let mut fedavg = global::Global::server(fedavg_config.clone(), &setup).unwrap();

@@ -18,6 +18,9 @@ pub struct IfcaClient {
     /// started from instead of the chosen cluster's; `None`: the cluster's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     own_momentum: Option<Vec<f32>>,
+    /// `freeze_trunk`: the round from which it trains only the head.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    frozen_from: Option<usize>,
 }
 
 impl IfcaClient {
@@ -28,7 +31,15 @@ impl IfcaClient {
             step,
             trainers: Vec::new(),
             own_momentum: None,
+            frozen_from: None,
         }
+    }
+
+    /// The same client training only the head (the last layer, from
+    /// [`fedcluster_core::Model::head_start`]) from round `round` on.
+    pub fn with_trunk_frozen_from(mut self, round: usize) -> Self {
+        self.frozen_from = Some(round);
+        self
     }
 
     /// The same client starting its momentum from its own buffer `u_i(t−1)`
@@ -92,6 +103,10 @@ impl ClientHalf for IfcaClient {
                 None => msg.velocities.as_deref().map(Vec::as_slice),
             },
             own: msg.own.as_deref(),
+            frozen: match self.frozen_from {
+                Some(from) if ctx.round >= from => env.model.head_start(),
+                _ => 0,
+            },
         };
         let out = client_round(self.step, &mut self.trainers, &sent, env)?;
         if let Some(own) = &mut self.own_momentum {

@@ -48,8 +48,11 @@ pub struct Config {
     /// buffer, which the server averages per cluster like the models.
     #[serde(default)]
     pub momentum: f32,
-    /// Local optimizer of model averaging: full-batch GD (default) or Adam on
-    /// minibatches, its state kept by each client (per restart).
+    /// Local optimizer of model averaging: full-batch GD (default), or SGD or
+    /// Adam on minibatches, its state kept by each client (per restart); each
+    /// with a per-round step-size decay. With `momentum`, GD or SGD (its
+    /// `momentum` left 0): CFL-MGD's heavy-ball steps, full-batch or on
+    /// minibatches.
     #[serde(default)]
     pub optimizer: Optimizer,
     /// Redraw a replica's initial models (up to [`super::redraw::MAX_REDRAWS`]
@@ -57,6 +60,21 @@ pub struct Config {
     /// first round's participants; 0 (default) keeps the first draw.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub min_share: f64,
+    /// Rounds of FedAvg before the clustering (the IFCA code's FEMNIST
+    /// protocol, `fedavg_pretrain`): every participant trains cluster 0's
+    /// model, without an assignment; at the end every cluster model takes its
+    /// layers but the last (`[0, Model::head_start)`, the trunk) and keeps its
+    /// own initial head. 0 (default): none.
+    #[serde(default, skip_serializing_if = "is_zero_rounds")]
+    pub pretrain_rounds: usize,
+    /// After pretraining, clients train only the last layer (the head); the
+    /// trunk stays as it is (the IFCA code's FEMNIST `USE_PARTIAL_TRAINING`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub freeze_trunk: bool,
+}
+
+fn is_zero_rounds(v: &usize) -> bool {
+    *v == 0
 }
 
 fn is_zero(v: &f64) -> bool {
@@ -156,15 +174,19 @@ impl Config {
                 steps: self.local_steps,
                 optimizer,
             },
-            (Aggregation::Model, true, _) if plain_gd => LocalStep::TrainWithMomentum {
-                steps: self.local_steps,
-                beta: self.momentum,
-            },
+            (Aggregation::Model, true, optimizer @ (Optimizer::Gd { .. } | Optimizer::Sgd { .. })) => {
+                momentum_optimizer(optimizer)?;
+                LocalStep::TrainWithMomentum {
+                    steps: self.local_steps,
+                    beta: self.momentum,
+                    optimizer,
+                }
+            }
             _ => {
                 return Err(FieldError::new(
                     "optimizer",
                     "a local optimizer (Adam, SGD, a step-size decay) applies to model \
-                     averaging without momentum only",
+                     averaging only, and with momentum only SGD or GD",
                 ));
             }
         })
@@ -179,6 +201,33 @@ impl Config {
     pub fn replica_lr(&self, r: usize) -> f32 {
         self.lr.values()[r / self.restarts]
     }
+}
+
+/// With CFL-MGD's momentum the buffer is the cluster's (or the client's own,
+/// `buffer`) and `β` is the `momentum` key: SGD's own momentum and
+/// `keep_state` must be left alone.
+fn momentum_optimizer(optimizer: Optimizer) -> Result<(), FieldError> {
+    if let Optimizer::Sgd {
+        momentum,
+        keep_state,
+        ..
+    } = optimizer
+    {
+        if momentum != 0.0 {
+            return Err(FieldError::new(
+                "optimizer.momentum",
+                "with CFL-MGD's momentum, β is the `momentum` key; leave the optimizer's at 0",
+            ));
+        }
+        if !keep_state {
+            return Err(FieldError::new(
+                "optimizer.keep_state",
+                "with CFL-MGD's momentum the buffer comes with the cluster model (or the \
+                 client's own, `buffer`); keep_state does not apply",
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn default_aggregation() -> Aggregation {
@@ -228,6 +277,18 @@ impl Validate for Config {
             ));
         }
         self.local_step()?;
+        if self.freeze_trunk && self.momentum > 0.0 {
+            return Err(FieldError::new(
+                "freeze_trunk",
+                "is not supported together with momentum",
+            ));
+        }
+        if self.pretrain_rounds > 0 && self.min_share > 0.0 {
+            return Err(FieldError::new(
+                "min_share",
+                "checks the first round's clusters; with pretrain_rounds there is none to check",
+            ));
+        }
         Ok(())
     }
 }

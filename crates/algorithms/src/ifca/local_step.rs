@@ -7,7 +7,8 @@ use fedcluster_core::model::argmin_f64;
 use fedcluster_core::params::all_finite;
 use fedcluster_core::{AlgoError, ClientEnv};
 
-use crate::common::trainer::{LocalTrainer, Optimizer};
+use crate::common::head_only::HeadOnly;
+use crate::common::trainer::{LocalTrainer, Optimizer, momentum_steps};
 
 /// What a client does from the model it picked: the algorithm's options, a
 /// closed set (the config's `aggregation`, `momentum` and `optimizer` keys
@@ -37,6 +38,10 @@ pub enum LocalStep {
         steps: usize,
         /// Momentum `β`.
         beta: f32,
+        /// Full-batch (`Gd`) or minibatch (`Sgd`) steps, and the per-round
+        /// step-size decay ([`crate::common::trainer::momentum_steps`]).
+        #[serde(default)]
+        optimizer: Optimizer,
     },
 }
 
@@ -64,6 +69,8 @@ pub(crate) struct RoundModels<'a> {
     pub velocities: Option<&'a [f32]>,
     /// Stable identity: each replica's cluster, known without an assignment.
     pub own: Option<&'a [u32]>,
+    /// A frozen trunk: the first `frozen` parameters stay as sent (0: none).
+    pub frozen: usize,
 }
 
 /// The client's answer for every replica.
@@ -172,7 +179,7 @@ fn assign(
         LocalStep::Train {
             steps,
             optimizer: optimizer @ Optimizer::Gd { .. },
-        } => {
+        } if sent.frozen == 0 => {
             // LocalUpdate from θ_ĵ; models with a shortcut reuse the
             // assignment's forward pass as the start of training.
             let lrs: Vec<f32> = sent.lrs.iter().map(|&lr| optimizer.lr_at(lr, env.round)).collect();
@@ -242,28 +249,29 @@ fn update(
                         *g += beta * u;
                     }
                 }
+                slot[..sent.frozen].fill(0.0);
             }
             LocalStep::Train { steps, .. } => {
                 slot.copy_from_slice(start);
-                let t = trainers[rep].train(slot, sent.lrs[rep], steps, env);
+                let t = if sent.frozen == 0 {
+                    trainers[rep].train(slot, sent.lrs[rep], steps, env)
+                } else {
+                    train_head(&mut trainers[rep], slot, &start[..sent.frozen], sent.lrs[rep], steps, env)
+                };
                 trained_ok[rep] = t.is_finite();
                 if !assigned {
                     losses[rep] = t;
                 }
             }
-            LocalStep::TrainWithMomentum { steps, beta } => {
+            LocalStep::TrainWithMomentum {
+                steps,
+                beta,
+                optimizer,
+            } => {
                 slot.copy_from_slice(start);
                 let u = &mut out.velocity[rep * p..(rep + 1) * p];
                 u.copy_from_slice(v_start.expect("checked: momentum buffers present"));
-                let t = env.model.train_momentum(
-                    slot,
-                    u,
-                    env.data,
-                    sent.lrs[rep],
-                    beta,
-                    steps,
-                    env.ws,
-                );
+                let t = momentum_steps(optimizer, slot, u, sent.lrs[rep], beta, steps, env);
                 trained_ok[rep] = t.is_finite() && all_finite(u);
                 if !assigned {
                     losses[rep] = t;
@@ -271,4 +279,28 @@ fn update(
             }
         }
     }
+}
+
+/// Local training of the head alone, `params[trunk.len()..]`, behind the
+/// frozen `trunk` ([`HeadOnly`]), on the client's data and stream.
+fn train_head(
+    trainer: &mut LocalTrainer,
+    params: &mut [f32],
+    trunk: &[f32],
+    lr: f32,
+    steps: usize,
+    env: &mut ClientEnv<'_>,
+) -> f64 {
+    let head = HeadOnly::new(env.model, trunk);
+    let mut head_env = ClientEnv {
+        id: env.id,
+        round: env.round,
+        data: env.data,
+        model: &head,
+        rng: env.rng.clone(),
+        ws: &mut *env.ws,
+    };
+    let loss = trainer.train(&mut params[trunk.len()..], lr, steps, &mut head_env);
+    env.rng = head_env.rng;
+    loss
 }

@@ -29,6 +29,16 @@
 //! all participants, the heads per cluster, and the shared layers cross the wire
 //! once.
 //!
+//! With `pretrain_rounds` (the IFCA code's FEMNIST protocol, Table II) the
+//! run opens with that many rounds of FedAvg: every participant is sent only
+//! cluster 0's model as its own (the stable-identity message) and trains it;
+//! then every cluster model takes the pretrained trunk (every layer but the
+//! last, `[0, Model::head_start)`) and keeps its own initially drawn head, as
+//! the code's `--resume` injects the pretrained weights but the last layer's.
+//! With `freeze_trunk` the clients then train the head alone
+//! ([`crate::common::head_only`]); gradients (option I) are sent with a zero
+//! trunk, so the trunk never moves.
+//!
 //! At the end the replica with the lowest training loss (the mean loss of the
 //! clients at their chosen models in the last round) is selected; every replica
 //! is reported. Several step sizes can be swept the same way (replicas = restarts
@@ -74,14 +84,21 @@ impl Algorithm for Ifca {
     type Client = IfcaClient;
 
     fn server(config: Checked<Config>, setup: &Setup<'_>) -> Result<IfcaServer, FieldError> {
-        if config.weight_sharing && setup.model.head_start() == 0 {
-            return Err(FieldError::new(
-                "weight_sharing",
-                format!(
-                    "model `{}` has a single layer, there is nothing to share",
-                    setup.model.name()
-                ),
-            ));
+        let single_layer = setup.model.head_start() == 0;
+        for (on, field, what) in [
+            (config.weight_sharing, "weight_sharing", "to share"),
+            (config.freeze_trunk, "freeze_trunk", "to freeze"),
+            (config.pretrain_rounds > 0, "pretrain_rounds", "to pretrain"),
+        ] {
+            if on && single_layer {
+                return Err(FieldError::new(
+                    field,
+                    format!(
+                        "model `{}` has a single layer, there is no trunk {what}",
+                        setup.model.name()
+                    ),
+                ));
+            }
         }
         let replicas = config.restarts * config.lr.values().len();
         setup.check_models("clusters", config.clusters, replicas)?;
@@ -93,9 +110,16 @@ impl Algorithm for Ifca {
     }
 
     fn client(config: &Checked<Config>) -> IfcaClient {
-        IfcaClient::new(config.local_step().expect("a checked config has a local step"))
+        let client = IfcaClient::new(config.local_step().expect("a checked config has a local step"));
+        if config.freeze_trunk {
+            client.with_trunk_frozen_from(config.pretrain_rounds)
+        } else {
+            client
+        }
     }
 }
 
+#[cfg(test)]
+mod option_tests;
 #[cfg(test)]
 mod tests;

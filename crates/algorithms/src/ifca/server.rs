@@ -37,6 +37,10 @@ struct Replica {
     first_loss: Option<f64>,
     /// Set when the replica diverged.
     diverged: bool,
+    /// `pretrain_rounds`: the clusters' initial heads, `k x (p − trunk)`,
+    /// which they take back when pretraining ends (empty otherwise).
+    #[serde(default)]
+    initial_heads: Vec<f32>,
 }
 
 /// What the server gathers during a round, per active replica.
@@ -64,6 +68,10 @@ pub struct IfcaServer {
     p: usize,
     /// Length of the shared layers (weight sharing), 0 otherwise.
     shared: usize,
+    /// Length of the trunk that pretraining hands on (`pretrain_rounds`), 0
+    /// otherwise.
+    #[serde(default)]
+    trunk: usize,
     replicas: Vec<Replica>,
     /// Rounds since any of a client's assignments last changed.
     stable_for: Vec<usize>,
@@ -108,6 +116,12 @@ impl IfcaServer {
                 } else {
                     Vec::new()
                 };
+                let initial_heads = if config.pretrain_rounds > 0 {
+                    let trunk = model.head_start();
+                    models.chunks_exact(p).flat_map(|m| &m[trunk..]).copied().collect()
+                } else {
+                    Vec::new()
+                };
                 Replica {
                     models,
                     velocity,
@@ -115,6 +129,7 @@ impl IfcaServer {
                     train_loss: None,
                     first_loss: None,
                     diverged: false,
+                    initial_heads,
                 }
             })
             .collect();
@@ -124,10 +139,16 @@ impl IfcaServer {
             0
         };
         let redraws = Redraws::new(&config, model, seed);
+        let trunk = if config.pretrain_rounds > 0 {
+            model.head_start()
+        } else {
+            0
+        };
         Self {
             config,
             p,
             shared,
+            trunk,
             replicas,
             stable_for: vec![0; num_clients],
             active: Vec::new(),
@@ -147,6 +168,28 @@ impl IfcaServer {
         &self.replicas[r].models
     }
 
+    /// The end of `pretrain_rounds`: every cluster model takes cluster 0's
+    /// pretrained trunk and its own initial head back; the clustering starts
+    /// afresh (no assignments, no stable identities, zero momentum).
+    fn end_pretraining(&mut self) {
+        let (p, trunk) = (self.p, self.trunk);
+        for replica in &mut self.replicas {
+            let pretrained = replica.models[..trunk].to_vec();
+            for (model, head) in replica
+                .models
+                .chunks_exact_mut(p)
+                .zip(replica.initial_heads.chunks_exact(p - trunk))
+            {
+                model[..trunk].copy_from_slice(&pretrained);
+                model[trunk..].copy_from_slice(head);
+            }
+            replica.velocity.fill(0.0);
+            replica.assignment.fill(None);
+            replica.first_loss = None;
+        }
+        self.stable_for.fill(0);
+    }
+
     fn own_clusters(&self, client: ClientId) -> Option<Vec<u32>> {
         let s = self.config.stable_rounds;
         if s == 0 || self.stable_for[client] < s {
@@ -163,7 +206,8 @@ impl ServerHalf for IfcaServer {
     type Down = Down;
     type Up = Up;
 
-    fn plan(&mut self, _ctx: &RoundCtx, rng: &mut Rng) -> Result<Vec<(ClientId, Down)>, AlgoError> {
+    fn plan(&mut self, ctx: &RoundCtx, rng: &mut Rng) -> Result<Vec<(ClientId, Down)>, AlgoError> {
+        let pretraining = ctx.round < self.config.pretrain_rounds;
         self.active = (0..self.replicas.len())
             .filter(|&r| !self.replicas[r].diverged)
             .collect();
@@ -223,7 +267,12 @@ impl ServerHalf for IfcaServer {
                     lrs: Arc::clone(&lrs),
                     shared: self.shared,
                     velocities: velocities.clone(),
-                    own: self.own_clusters(id),
+                    // Pretraining: FedAvg of cluster 0's model, no assignment.
+                    own: if pretraining {
+                        Some(vec![0; self.active.len()])
+                    } else {
+                        self.own_clusters(id)
+                    },
                 };
                 (id, down)
             })
@@ -348,6 +397,9 @@ impl ServerHalf for IfcaServer {
                     format!("replica {r}: non-finite cluster model after aggregation"),
                 ));
             }
+        }
+        if ctx.round + 1 == self.config.pretrain_rounds {
+            self.end_pretraining();
         }
         if self.replicas.iter().all(|r| r.diverged) {
             let (client, detail) = last_failure.unwrap_or((None, "every replica diverged".into()));

@@ -30,6 +30,8 @@ fn config(aggregation: Aggregation, restarts: usize, stable_rounds: usize) -> Ch
         weight_sharing: false,
         momentum: 0.0,
         optimizer: Default::default(),
+        pretrain_rounds: 0,
+        freeze_trunk: false,
     })
     .unwrap()
 }

@@ -89,6 +89,8 @@ impl Config {
             participation: self.participation,
             init: InitScheme::Zeros,
             optimizer: self.optimizer,
+            weighting: Default::default(),
+            clients: Default::default(),
         }
     }
 }

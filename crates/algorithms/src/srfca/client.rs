@@ -117,6 +117,7 @@ impl SrFcaClient {
                     lrs: &[self.lr],
                     velocities: None,
                     own: None,
+                    frozen: 0,
                 };
                 let out = client_round(step, std::slice::from_mut(&mut self.trainer), &sent, env)?;
                 Up::Trained {

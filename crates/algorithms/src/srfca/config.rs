@@ -122,6 +122,13 @@ pub struct Config {
     /// before its TrimmedMeanGD. The final training uses all the data.
     #[serde(default, skip_serializing_if = "is_default")]
     pub resample: bool,
+    /// Partial participation in REFINE's TrimmedMeanGD and the final training:
+    /// each round every cluster sends its model to this many of its members,
+    /// drawn uniformly without replacement (all of them when it has no more),
+    /// as the public code's `ClusterTrainer` does (`num_clients_per_round`);
+    /// absent (default): every member every round.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clients_per_round: Option<usize>,
 }
 
 fn is_default<T: Default + PartialEq>(value: &T) -> bool {
@@ -202,6 +209,9 @@ impl Validate for Config {
         positive("lr", f64::from(self.lr))?;
         self.optimizer.validate("optimizer")?;
         at_least_one("refine_local_steps", self.refine_local_steps)?;
+        if let Some(count) = self.clients_per_round {
+            at_least_one("clients_per_round", count)?;
+        }
         if let AfterOneShot::Ifca { local_steps } = self.then {
             at_least_one("then.local_steps", local_steps)?;
             if self.resample {

@@ -33,6 +33,13 @@
 //!    unassigned until the next RECLUSTER).
 //! 5. Remaining rounds: TrimmedMeanGD on the final clusters.
 //!
+//! With `clients_per_round` (off by default) each TrimmedMeanGD round of
+//! steps 4(a) and 5 trains only that many members of each cluster, drawn by
+//! the server, as the public code's `ClusterTrainer` samples
+//! `num_clients_per_round` of a cluster's clients per round (uniformly without
+//! replacement, all of them when the cluster has no more); the evaluation
+//! rounds and RECLUSTER still involve every client.
+//!
 //! With `then = { kind = "ifca", local_steps }` steps 4-5 are replaced by IFCA
 //! with model averaging from ONE_SHOT's clusters (each starting at the mean of
 //! its members' local models): the paper's ONE_SHOT-IFCA baseline.

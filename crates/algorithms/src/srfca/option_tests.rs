@@ -154,3 +154,48 @@ fn resample_with_one_shot_ifca_names_its_field() {
     let err = crate::common::checked::Checked::new(c).unwrap_err();
     assert_eq!(err.field, "resample");
 }
+
+/// SR-FCA with `clients_per_round = 4` on `threads` worker threads, driven
+/// `rounds` rounds: the server.
+fn sampled(c: &Config, data: &fedcluster_data::FederatedData, rounds: usize, threads: usize) -> SrFcaServer {
+    let model = LinearRegression::new(data.dim).unwrap();
+    let batches: Vec<Batch<'_>> = data.train.iter().map(|c| c.batch(data.dim)).collect();
+    let checked = crate::common::checked::Checked::new(c.clone()).unwrap();
+    let mut server = SrFcaServer::new(checked, &model, batches.len(), 3).unwrap();
+    let clients = vec![SrFcaClient::new(c); batches.len()];
+    let mut transport = fedcluster_sim::InProcess::new(clients, &batches, &model, 3, threads).unwrap();
+    fedcluster_sim::run(&mut server, &mut transport, rounds, 3, |_| Ok(())).unwrap();
+    server
+}
+
+#[test]
+fn clients_per_round_trains_that_many_members_of_each_cluster_whatever_the_threads() {
+    use fedcluster_core::ServerHalf;
+    let data = data(3);
+    let mut c = config(Distance::L2, Threshold::Quantile { value: 0.2 });
+    c.clients_per_round = Some(4);
+    let rounds = c.clustering_rounds() + 30;
+    let mut server = sampled(&c, &data, rounds, 1);
+    let bits = |s: &SrFcaServer| -> Vec<u32> {
+        let snap = s.snapshot();
+        snap.replicas[0].models.iter().flat_map(|m| m.iter().map(|v| v.to_bits())).collect()
+    };
+    assert_eq!(bits(&sampled(&c, &data, rounds, 2)), bits(&server));
+    assert_eq!(server.clusters(), 3, "sampling keeps the clusters");
+    let ctx = RoundCtx {
+        round: rounds,
+        rounds: rounds + 1,
+        num_clients: 30,
+    };
+    let plan = server.plan(&ctx, &mut stream(3, Purpose::Server, rounds as u64, 0)).unwrap();
+    let snap = server.snapshot();
+    let assignment = &snap.replicas[0].assignment;
+    for cluster in 0..3 {
+        let members = assignment.iter().filter(|a| **a == Some(cluster)).count();
+        let drawn = plan.iter().filter(|(id, _)| assignment[*id] == Some(cluster)).count();
+        assert_eq!(drawn, members.min(4), "cluster {cluster} of {members}");
+    }
+    c.clients_per_round = Some(0);
+    let err = crate::common::checked::Checked::new(c).unwrap_err();
+    assert_eq!(err.field, "clients_per_round");
+}

@@ -14,6 +14,7 @@ use super::messages::{Down, Up};
 use super::pivot::Cut;
 use crate::common::aggregate::{LossMeter, ModelSums};
 use crate::common::checked::Checked;
+use crate::common::sampling::members_for_round;
 
 /// The most clients SR-FCA accepts (its distance matrix holds `m²` values).
 pub const MAX_CLIENTS: usize = 10_000;
@@ -307,6 +308,21 @@ impl SrFcaServer {
         }
     }
 
+    /// The clients that train this round, in client-id order: every assigned
+    /// client, or `clients_per_round` members of each cluster drawn from `rng`.
+    fn training_members(&self, rng: &mut Rng) -> Vec<ClientId> {
+        let mut chosen: Vec<ClientId> = match self.config.clients_per_round {
+            None => (0..self.m).filter(|&i| self.assignment[i].is_some()).collect(),
+            Some(count) => self
+                .members(self.clusters())
+                .iter()
+                .flat_map(|members| members_for_round(members, count, rng))
+                .collect(),
+        };
+        chosen.sort_unstable();
+        chosen
+    }
+
     /// TrimmedMeanGD's step (Algorithm 3): `ω_c -= lr · TrMean_β(gradients)`.
     fn trimmed_mean_step(&mut self) -> Result<(), AlgoError> {
         let p = self.p;
@@ -330,7 +346,7 @@ impl ServerHalf for SrFcaServer {
     fn plan(
         &mut self,
         _ctx: &RoundCtx,
-        _rng: &mut Rng,
+        rng: &mut Rng,
     ) -> Result<Vec<(ClientId, Down)>, AlgoError> {
         let p = self.p;
         Ok(match self.stage {
@@ -391,12 +407,11 @@ impl ServerHalf for SrFcaServer {
                 }
                 self.gradients = vec![Vec::new(); self.clusters()];
                 let models = Arc::new(self.models.clone());
-                self.assignment
-                    .iter()
-                    .enumerate()
-                    .filter_map(|(i, a)| {
-                        let c = (*a)? as u32;
-                        Some((
+                self.training_members(rng)
+                    .into_iter()
+                    .map(|i| {
+                        let c = self.assignment[i].expect("a member is assigned") as u32;
+                        (
                             i,
                             Down::Gradient {
                                 models: Arc::clone(&models),
@@ -404,7 +419,7 @@ impl ServerHalf for SrFcaServer {
                                 p,
                                 local_steps: self.config.refine_local_steps,
                             },
-                        ))
+                        )
                     })
                     .collect()
             }

@@ -48,6 +48,7 @@ pub(super) fn config(distance: Distance, threshold: Threshold) -> Config {
         then: AfterOneShot::Refine,
         clustering: Clustering::Components,
         resample: false,
+        clients_per_round: None,
     }
 }
 

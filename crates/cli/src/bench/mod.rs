@@ -6,7 +6,10 @@ mod many_clients;
 mod mnist;
 mod models;
 mod small_clients;
+mod steps;
 mod synthetic;
+
+pub use steps::model_steps_table;
 
 use anyhow::Result;
 
@@ -65,7 +68,8 @@ pub enum Benchmark {
     /// made-up records): load time, clients produced per second, memory.
     CifarPartition,
     /// One local SGD step of every network (MLP, cnn-cifar, cnn-femnist, ResNet9,
-    /// char-LSTM) at the papers' sizes, native and ndarray backends, one thread.
+    /// char-LSTM) at the papers' sizes on each backend (native, ndarray, flex):
+    /// one thread, then one client per thread (--threads); --only picks cases.
     ModelSteps,
 }
 
@@ -78,6 +82,8 @@ pub struct BenchOptions {
     pub threads: usize,
     /// Directory of a real data set's files, for the benchmarks that need one.
     pub data_dir: Option<std::path::PathBuf>,
+    /// Only the cases whose label contains this (model-steps).
+    pub only: Option<String>,
 }
 
 /// The MNIST benchmarks' directory: `--data-dir`, else mnist/ in the data
@@ -124,12 +130,10 @@ impl BenchReport {
     }
 }
 
-/// Runs `benchmark`: one report, or one per model for `model-steps`.
+/// Runs `benchmark`, one of the round benchmarks (`model-steps` prints a
+/// table of its own: [`model_steps_table`]).
 pub fn run_bench(benchmark: Benchmark, options: BenchOptions) -> Result<Vec<BenchReport>> {
-    Ok(match benchmark {
-        Benchmark::ModelSteps => return models::model_steps(&options),
-        other => vec![run_round_bench(other, options)?],
-    })
+    Ok(vec![run_round_bench(benchmark, options)?])
 }
 
 fn run_round_bench(benchmark: Benchmark, options: BenchOptions) -> Result<BenchReport> {
@@ -142,7 +146,7 @@ fn run_round_bench(benchmark: Benchmark, options: BenchOptions) -> Result<BenchR
         Benchmark::SmallClients => small_clients::small_clients_round(benchmark, &options),
         Benchmark::ManyClients => many_clients::many_clients_round(benchmark, &options),
         Benchmark::CifarPartition => cifar::cifar_partition(benchmark, &options),
-        Benchmark::ModelSteps => unreachable!("handled by run_bench"),
+        Benchmark::ModelSteps => anyhow::bail!("model-steps is run by model_steps_table"),
     }
 }
 
@@ -229,6 +233,8 @@ fn ifca_config(
         weight_sharing: false,
         momentum: 0.0,
         optimizer: Default::default(),
+        pretrain_rounds: 0,
+        freeze_trunk: false,
     }
 }
 

@@ -53,6 +53,8 @@ pub(super) fn small_clients_round(
         participation: PARTICIPANTS as f64 / m as f64,
         init: InitScheme::Model,
         optimizer: Default::default(),
+        weighting: Default::default(),
+        clients: Default::default(),
     })?;
     let threads = resolve_threads(options.threads);
     let setup = fedcluster_algorithms::Setup::new(&model, m, 1);

@@ -7,11 +7,16 @@ use fedcluster_core::{Batch, Model, Purpose, Targets, Workspace, stream};
 use super::*;
 
 fn tiny() -> Cnn {
+    padded(0)
+}
+
+fn padded(padding: usize) -> Cnn {
     Cnn::new(Cnn {
         height: 10,
         width: 10,
         channels: 2,
         kernel: 3,
+        padding,
         conv1: 3,
         conv2: 4,
         hidden: 5,
@@ -38,6 +43,22 @@ fn the_paper_cnn_has_the_expected_size() {
     // conv1 32x(25+1), conv2 64x(800+1), dense 512x(4x4x64+1), output 10x(512+1).
     assert_eq!(cnn.num_params(), 32 * 26 + 64 * 801 + 512 * 1025 + 10 * 513);
     assert!(Cnn::paper(8, 8, 1, 10).is_err());
+    // LEAF's FEMNIST CNN (same padding): 6,603,710, as its TensorFlow model counts.
+    let femnist = Cnn::new(Cnn {
+        padding: 2,
+        hidden: 2048,
+        classes: 62,
+        ..Cnn::paper(28, 28, 1, 10).unwrap()
+    })
+    .unwrap();
+    assert_eq!(femnist.num_params(), 6_603_710);
+    assert!(
+        Cnn::new(Cnn {
+            padding: 5,
+            ..femnist
+        })
+        .is_err()
+    );
 }
 
 /// The fast forward pass equals a direct f64 one, and the gradient equals f64
@@ -47,8 +68,12 @@ fn the_paper_cnn_has_the_expected_size() {
 /// such switches on random data; 2^-20 does not.
 #[test]
 fn gradient_matches_finite_differences() {
-    let model = tiny();
-    for seed in 1..=3 {
+    for (model, seed) in [
+        (padded(0), 1),
+        (padded(0), 2),
+        (padded(1), 3),
+        (padded(2), 4),
+    ] {
         let (x, y) = data(&model, 4, seed);
         let batch = Batch::new(&x, Targets::Class(&y), model.input_dim()).unwrap();
         let mut params = vec![0.0; model.num_params()];
@@ -111,8 +136,14 @@ fn naive_loss(m: &Cnn, params: &[f32], x: &[f32], y: &[u32]) -> f64 {
     let p = |i: usize| f64::from(params[i]);
     let conv =
         |inp: &[f64], h: usize, w: usize, c: usize, out_c: usize, wofs: usize, bofs: usize| {
-            let k = m.kernel;
-            let (oh, ow) = (h + 1 - k, w + 1 - k);
+            let (k, pad) = (m.kernel, m.padding);
+            let (oh, ow) = (h + 2 * pad + 1 - k, w + 2 * pad + 1 - k);
+            // The value at padded coordinates, zero outside the image.
+            let at = |y: usize, x: usize, ci: usize| match (y.checked_sub(pad), x.checked_sub(pad))
+            {
+                (Some(y), Some(x)) if y < h && x < w => inp[(y * w + x) * c + ci],
+                _ => 0.0,
+            };
             let mut out = vec![0.0; oh * ow * out_c];
             for oy in 0..oh {
                 for ox in 0..ow {
@@ -122,7 +153,7 @@ fn naive_loss(m: &Cnn, params: &[f32], x: &[f32], y: &[u32]) -> f64 {
                             for kx in 0..k {
                                 for ci in 0..c {
                                     let wi = wofs + o * k * k * c + (ky * k + kx) * c + ci;
-                                    s += p(wi) * inp[((oy + ky) * w + ox + kx) * c + ci];
+                                    s += p(wi) * at(oy + ky, ox + kx, ci);
                                 }
                             }
                         }

@@ -19,7 +19,8 @@ use crate::{Net, NnError};
 
 /// `[model] kind = "char-lstm"`: LEAF's Shakespeare network, an embedding,
 /// stacked LSTM layers and a dense layer to the next character (vocabulary
-/// and window length from the data); on burn only.
+/// and window length from the data); native by default
+/// ([`fedcluster_models::CharLstm`], the same flat vector), or on burn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CharLstmConfig {
@@ -32,7 +33,7 @@ pub struct CharLstmConfig {
     /// Stacked layers.
     #[serde(default = "config::two")]
     pub layers: usize,
-    /// Where it runs (default: ndarray).
+    /// Where it runs (default: native).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub backend: Option<ModelBackend>,
 }
@@ -49,7 +50,21 @@ impl CharLstmConfig {
             hidden: self.hidden,
             layers: self.layers,
         };
-        config::on_burn(Net::CharLstm(net), self.backend, None)
+        // The burn network's checks name the keys for both backends.
+        Net::CharLstm(net).check()?;
+        if !config::native(self.backend) {
+            return config::on_burn(Net::CharLstm(net), self.backend, None);
+        }
+        let native = fedcluster_models::CharLstm {
+            vocab,
+            seq_len: input.dim,
+            embedding: self.embedding,
+            hidden: self.hidden,
+            layers: self.layers,
+        };
+        Ok(Box::new(
+            fedcluster_models::CharLstm::new(native).map_err(NnError::NativeShape)?,
+        ))
     }
 }
 

@@ -1,9 +1,10 @@
 //! Two-convolution CNNs: `k x k` convolutions (valid or same padding), each
 //! with ReLU and 2x2 max-pooling, a ReLU dense layer and a softmax output, on
-//! channels-last images. With valid padding this is the native
-//! [`fedcluster_models::Cnn`] (the IFCA paper's CNN, and its CIFAR network on
-//! 32x32x3), in the same layout; with same padding, 5x5 filters, dense 2048
-//! and 62 classes it is LEAF's FEMNIST network.
+//! channels-last images: the native [`fedcluster_models::Cnn`] (by default)
+//! or the same network on burn, in the same layout. With valid padding it is
+//! the IFCA paper's CNN (and its CIFAR network on 32x32x3); with same
+//! padding, 5x5 filters, dense 2048 and 62 classes it is LEAF's FEMNIST
+//! network.
 
 use burn::tensor::Tensor;
 use burn::tensor::backend::Backend;
@@ -19,9 +20,9 @@ use crate::layers::{Norm, act, conv2d, dense, images, max_pool2};
 use crate::net::Architecture;
 use crate::{Net, NnError};
 
-/// `[model] kind = "cnn"`: two valid `k x k` convolutions with ReLU and 2x2
-/// max-pooling, a dense ReLU layer and a softmax output, on square
-/// channels-last images (the IFCA paper's CNN), native by default.
+/// `[model] kind = "cnn"`: two `k x k` convolutions (valid by default) with
+/// ReLU and 2x2 max-pooling, a dense ReLU layer and a softmax output, on
+/// square channels-last images (the IFCA paper's CNN), native by default.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CnnConfig {
@@ -31,6 +32,9 @@ pub struct CnnConfig {
     /// Kernel side.
     #[serde(default = "config::five")]
     pub kernel: usize,
+    /// Zero padding of both convolutions (0: valid; `kernel / 2`: same).
+    #[serde(default)]
+    pub padding: usize,
     /// Channels of the first convolution.
     #[serde(default = "config::c32")]
     pub conv1: usize,
@@ -53,9 +57,17 @@ impl CnnConfig {
     pub fn build(&self, input: &Input) -> Result<Box<dyn Model>, NnError> {
         let classes = config::classes(input.task, "cnn")?;
         let image = config::image(input, self.channels)?;
-        let sizes = (self.kernel, self.conv1, self.conv2, self.hidden);
+        let net = Cnn {
+            image,
+            kernel: self.kernel,
+            padding: self.padding,
+            conv1: self.conv1,
+            conv2: self.conv2,
+            hidden: self.hidden,
+            classes,
+        };
         let augmentation = AugmentConfig::of(self.augment, image);
-        valid_cnn(image, sizes, classes, self.backend, augmentation)
+        cnn(net, self.backend, augmentation)
     }
 }
 
@@ -86,20 +98,23 @@ impl CnnCifarConfig {
     pub fn build(&self, input: &Input) -> Result<Box<dyn Model>, NnError> {
         let classes = config::classes(input.task, "cnn-cifar")?;
         let image = config::image(input, self.channels)?;
-        let augmentation = AugmentConfig::of(self.augment, image);
-        valid_cnn(
+        let net = Cnn {
             image,
-            (5, 32, 64, self.hidden),
+            kernel: 5,
+            padding: 0,
+            conv1: 32,
+            conv2: 64,
+            hidden: self.hidden,
             classes,
-            self.backend,
-            augmentation,
-        )
+        };
+        let augmentation = AugmentConfig::of(self.augment, image);
+        cnn(net, self.backend, augmentation)
     }
 }
 
 /// `[model] kind = "cnn-femnist"`: LEAF's FEMNIST CNN, 5x5 convolutions of 32
 /// and 64 channels with same padding, each with 2x2 max-pooling, dense 2048,
-/// softmax; on burn only.
+/// softmax; native by default.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CnnFemnistConfig {
@@ -109,7 +124,7 @@ pub struct CnnFemnistConfig {
     /// Units of the dense layer.
     #[serde(default = "config::c2048")]
     pub hidden: usize,
-    /// Where it runs (default: ndarray).
+    /// Where it runs (default: native).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub backend: Option<ModelBackend>,
 }
@@ -128,41 +143,37 @@ impl CnnFemnistConfig {
             hidden: self.hidden,
             classes,
         };
-        config::on_burn(Net::Cnn(net), self.backend, None)
+        cnn(net, self.backend, None)
     }
 }
 
-/// The two-convolution CNN with valid padding, native (by default) or on burn.
-fn valid_cnn(
-    image: ImageShape,
-    (kernel, conv1, conv2, hidden): (usize, usize, usize, usize),
-    classes: usize,
+/// The two-convolution CNN `net`, native (by default) or on burn.
+fn cnn(
+    net: Cnn,
     backend: Option<ModelBackend>,
     augmentation: Option<Augmentation>,
 ) -> Result<Box<dyn Model>, NnError> {
-    let net = Cnn {
-        image,
-        kernel,
-        padding: 0,
-        conv1,
-        conv2,
-        hidden,
-        classes,
-    };
     // The burn network's checks name the keys for both backends.
     Net::Cnn(net).check()?;
     if !config::native(backend) {
         return config::on_burn(Net::Cnn(net), backend, augmentation);
     }
+    if net.padding >= net.kernel {
+        return Err(config::invalid(
+            "padding",
+            format!("must be below the kernel side {}", net.kernel),
+        ));
+    }
     let shape = fedcluster_models::Cnn {
-        height: image.height,
-        width: image.width,
-        channels: image.channels,
-        kernel,
-        conv1,
-        conv2,
-        hidden,
-        classes,
+        height: net.image.height,
+        width: net.image.width,
+        channels: net.image.channels,
+        kernel: net.kernel,
+        padding: net.padding,
+        conv1: net.conv1,
+        conv2: net.conv2,
+        hidden: net.hidden,
+        classes: net.classes,
         augmentation,
     };
     Ok(Box::new(

@@ -13,7 +13,8 @@
 //! norm's running mean and variance are part of the flat vector, after its
 //! scale and shift: clients update them in training and the server averages
 //! them with the other parameters (as FedAvg on ResNets does); evaluation
-//! normalises with them.
+//! normalises with them. [`fedcluster_models::ResNet9`] is the same network
+//! hand-written, on the same flat vector, and the default backend.
 
 use burn::tensor::Tensor;
 use burn::tensor::backend::Backend;
@@ -29,7 +30,7 @@ use crate::net::Architecture;
 use crate::{Net, NnError};
 
 /// `[model] kind = "resnet9"`: ResNet9 (Page 2019), the SR-FCA paper's CIFAR
-/// network; on burn only.
+/// network, native by default.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ResNet9Config {
@@ -39,7 +40,7 @@ pub struct ResNet9Config {
     /// Channels of the first convolution (Page: 64).
     #[serde(default = "config::c64")]
     pub width: usize,
-    /// Where it runs (default: ndarray).
+    /// Where it runs (default: native).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub backend: Option<ModelBackend>,
     /// Augmentation of local training.
@@ -58,7 +59,20 @@ impl ResNet9Config {
             classes,
         };
         let augmentation = AugmentConfig::of(self.augment, image);
-        config::on_burn(Net::ResNet9(net), self.backend, augmentation)
+        // The burn network's checks name the keys for both backends.
+        Net::ResNet9(net).check()?;
+        if !config::native(self.backend) {
+            return config::on_burn(Net::ResNet9(net), self.backend, augmentation);
+        }
+        let shape = fedcluster_models::ResNet9 {
+            image,
+            width: self.width,
+            classes,
+            augmentation,
+        };
+        Ok(Box::new(
+            fedcluster_models::ResNet9::new(shape).map_err(NnError::NativeShape)?,
+        ))
     }
 }
 

@@ -201,6 +201,7 @@ fn the_mlp_and_the_cnn_agree_with_the_native_models() {
         width: 10,
         channels: 2,
         kernel: 3,
+        padding: 0,
         conv1: 3,
         conv2: 4,
         hidden: 5,

@@ -144,18 +144,7 @@ pub fn flat_steps(
         let rows = next_rows(order, &mut cursor, size, rng);
         x.clear();
         gather_features(batch, rows, augmentation.as_ref(), rng, x);
-        let targets = match batch.y {
-            Targets::Real(y) => {
-                y_real.clear();
-                y_real.extend(rows.iter().map(|&r| y[r]));
-                Targets::Real(y_real)
-            }
-            Targets::Class(y) => {
-                y_class.clear();
-                y_class.extend(rows.iter().map(|&r| y[r]));
-                Targets::Class(y_class)
-            }
-        };
+        let targets = gather_targets(batch.y, rows, y_real, y_class);
         let mini = Batch {
             x,
             y: targets,
@@ -181,21 +170,58 @@ pub fn flat_steps(
     if all_finite(params) { first } else { f64::NAN }
 }
 
-/// One optimizer step along `grad`.
-fn update(spec: &MinibatchSpec<'_>, params: &mut [f32], grad: &[f32], state: &mut OptimizerState) {
+/// The targets of `rows` of `y`, gathered into `y_real` or `y_class`.
+pub(super) fn gather_targets<'s>(
+    y: Targets<'_>,
+    rows: &[usize],
+    y_real: &'s mut Vec<f32>,
+    y_class: &'s mut Vec<u32>,
+) -> Targets<'s> {
+    match y {
+        Targets::Real(y) => {
+            y_real.clear();
+            y_real.extend(rows.iter().map(|&r| y[r]));
+            Targets::Real(y_real)
+        }
+        Targets::Class(y) => {
+            y_class.clear();
+            y_class.extend(rows.iter().map(|&r| y[r]));
+            Targets::Class(y_class)
+        }
+    }
+}
+
+/// One optimizer step along `grad` (the proximal pull already in it).
+pub(super) fn update(
+    spec: &MinibatchSpec<'_>,
+    params: &mut [f32],
+    grad: &[f32],
+    state: &mut OptimizerState,
+) {
     state.t += 1;
+    update_coordinates(spec, state, 0..params.len(), params, grad);
+}
+
+/// The optimizer's step on the coordinates `range` only, at step `state.t`
+/// (which the caller has advanced): a model whose vector holds more than
+/// trainable tensors (batch norm's running statistics) steps each trainable
+/// range with it. `grad` already holds the proximal pull.
+pub fn update_coordinates(
+    spec: &MinibatchSpec<'_>,
+    state: &mut OptimizerState,
+    range: std::ops::Range<usize>,
+    params: &mut [f32],
+    grad: &[f32],
+) {
+    let (params, grad) = (&mut params[range.clone()], &grad[range.clone()]);
     match spec.optimizer {
         MinibatchOptimizer::Adam => {
             let t = state.t as i32;
             let (b1, b2) = (ADAM_BETA1, ADAM_BETA2);
             let c1 = 1.0 - b1.powi(t);
             let c2 = 1.0 - b2.powi(t);
-            for (((w, g), m), v) in params
-                .iter_mut()
-                .zip(grad)
-                .zip(&mut state.first)
-                .zip(&mut state.second)
-            {
+            let (first, second) = (&mut state.first[range.clone()], &mut state.second[range]);
+            for (((w, g), m), v) in params.iter_mut().zip(grad).zip(first).zip(second) {
                 *m = b1 * *m + (1.0 - b1) * g;
                 *v = b2 * *v + (1.0 - b2) * g * g;
                 let m_hat = *m / c1;
@@ -207,7 +233,7 @@ fn update(spec: &MinibatchSpec<'_>, params: &mut [f32], grad: &[f32], state: &mu
             momentum,
             weight_decay,
         } => {
-            for ((w, g), u) in params.iter_mut().zip(grad).zip(&mut state.first) {
+            for ((w, g), u) in params.iter_mut().zip(grad).zip(&mut state.first[range]) {
                 let g = g + weight_decay * *w;
                 *u = momentum * *u + g;
                 *w -= spec.lr * *u;

@@ -9,6 +9,9 @@
 //!   minibatches, with image augmentation: the flat loop over
 //!   [`Model::loss_grad`], or the model's own ([`Model::train_minibatch`]).
 //! - [`prox`]: the FedProx local problem, solved to a tolerance.
+//! - [`weighted`]: training on a per-sample weighted loss `(1/n) Σ w_i ℓ_i`
+//!   (FedEM's and FedRC's components): full-batch, or on minibatches drawn in
+//!   proportion to the weights.
 //!
 //! This file holds what a minibatch training is: the optimizer with its
 //! hyperparameters ([`MinibatchSpec`]), its state kept by the client between
@@ -33,6 +36,7 @@
 pub mod full_batch;
 pub mod minibatch;
 pub mod prox;
+pub mod weighted;
 
 use crate::input::ImageShape;
 

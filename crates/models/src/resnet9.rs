@@ -1,0 +1,270 @@
+//! ResNet9 (Page, "How to train your ResNet 4: Architecture", 2019), the
+//! SR-FCA paper's CIFAR-10 network, hand-written over flat parameters on
+//! channels-last images, in the layout of the burn tier's
+//! `fedcluster_nn::nets::ResNet9`:
+//!
+//! ```text
+//! prep    conv 3x3 (c -> w) BN ReLU
+//! layer1  conv 3x3 (w -> 2w) BN ReLU maxpool2, + residual(conv BN ReLU, conv BN ReLU)
+//! layer2  conv 3x3 (2w -> 4w) BN ReLU maxpool2
+//! layer3  conv 3x3 (4w -> 8w) BN ReLU maxpool2, + residual(conv BN ReLU, conv BN ReLU)
+//! head    global max-pool, linear (8w -> classes, no bias), x 0.125
+//! ```
+//!
+//! Convolutions have no bias, padding 1 (im2col and one GEMM per
+//! convolution, [`crate::cnn::layers`]). Each block's tensors, back to back:
+//! filters `[out, 3, 3, in]`, batch norm's scale and shift, then its running
+//! mean and variance, which are part of the flat vector: gradients are zero
+//! there, training ([`Model::train`], [`Model::train_minibatch`]) moves them
+//! after each step from the batch's statistics, and evaluation
+//! ([`Model::loss`], [`Model::count_correct`]) normalises with them, while
+//! [`Model::loss_grad`] uses the batch's statistics and updates nothing, as
+//! the burn tier does. The width `w` is a parameter (Page: 64).
+
+mod block;
+mod loss;
+mod pass;
+#[cfg(test)]
+mod tests;
+mod train;
+
+use fedcluster_core::train::{Augmentation, MinibatchSpec, OptimizerState};
+use fedcluster_core::{Batch, ImageShape, Model, Rng, Targets, TensorSpec, Workspace};
+
+use crate::cnn::layers::Conv;
+use crate::init::uniform_fan_in;
+use crate::{ModelError, Result, fits};
+use block::Block;
+
+/// Samples per forward pass when evaluating (bounds the activations' memory).
+pub const EVAL_CHUNK: usize = 64;
+
+/// The blocks' names, as the burn tier's layout names them.
+const NAMES: [&str; 8] = [
+    "prep", "layer1", "res1.0", "res1.1", "layer2", "layer3", "res3.0", "res3.1",
+];
+
+/// ResNet9's shape.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ResNet9 {
+    /// Input images (square, side a multiple of 8).
+    pub image: ImageShape,
+    /// Channels of the first convolution, `w` (Page: 64).
+    pub width: usize,
+    /// Output classes.
+    pub classes: usize,
+    /// Augmentation of the input images in minibatch local training.
+    pub augmentation: Option<Augmentation>,
+}
+
+impl ResNet9 {
+    /// Checks a shape: width and channels at least 1, at least 2 classes,
+    /// square images whose side is a multiple of 8 (three poolings).
+    pub fn new(shape: ResNet9) -> Result<Self> {
+        let bad = |why: String| {
+            Err(ModelError::Invalid {
+                model: "resnet9",
+                why,
+            })
+        };
+        let ImageShape {
+            height,
+            width,
+            channels,
+        } = shape.image;
+        if shape.width == 0 || channels == 0 {
+            return bad("width and channels must be at least 1".into());
+        }
+        if shape.classes < 2 {
+            return bad("classes must be at least 2".into());
+        }
+        if height != width || height < 8 || height % 8 != 0 {
+            return bad(format!(
+                "images must be square with a side that is a multiple of 8, got {height}x{width}"
+            ));
+        }
+        Ok(shape)
+    }
+
+    /// The eight conv-BN-ReLU blocks, their tensors from offset 0.
+    fn blocks(&self) -> Vec<Block> {
+        let (c, w) = (self.image.channels, self.width);
+        let shapes = [
+            (c, w, false),
+            (w, 2 * w, true),
+            (2 * w, 2 * w, false),
+            (2 * w, 2 * w, false),
+            (2 * w, 4 * w, true),
+            (4 * w, 8 * w, true),
+            (8 * w, 8 * w, false),
+            (8 * w, 8 * w, false),
+        ];
+        let (mut side, mut at) = (self.image.height, 0);
+        let mut blocks = Vec::with_capacity(8);
+        for (cin, cout, pool) in shapes {
+            let b = Block {
+                conv: Conv::new(side, side, cin, 3, 1),
+                cout,
+                pool,
+                at,
+            };
+            at = b.end();
+            if pool {
+                side /= 2;
+            }
+            blocks.push(b);
+        }
+        blocks
+    }
+
+    /// Where the linear layer's weights start.
+    fn head_at(&self) -> usize {
+        self.blocks()[7].end()
+    }
+
+    /// The batch's class targets when its shape fits.
+    fn targets<'a>(&self, batch: Batch<'a>) -> Option<&'a [u32]> {
+        match batch.y {
+            Targets::Class(y) if !y.is_empty() && fits(batch, self.input_dim()) => Some(y),
+            _ => None,
+        }
+    }
+
+    /// The mean loss with the batch's statistics (as in training, without
+    /// updating the running ones): the loss [`Model::loss_grad`]
+    /// differentiates.
+    pub fn training_loss(&self, params: &[f32], batch: Batch<'_>, ws: &mut Workspace) -> f64 {
+        match self.targets(batch) {
+            Some(y) => self.batch_pass(params, batch.x, y, None, ws),
+            None => f64::NAN,
+        }
+    }
+}
+
+impl Model for ResNet9 {
+    fn name(&self) -> &'static str {
+        "resnet9"
+    }
+
+    fn num_params(&self) -> usize {
+        self.head_at() + self.classes * 8 * self.width
+    }
+
+    fn input_dim(&self) -> usize {
+        self.image.height * self.image.width * self.image.channels
+    }
+
+    /// The burn tier's names and shapes: per block `{name}.conv.weight`
+    /// `[out, 3, 3, in]`, `{name}.bn.weight`, `.bias`, `.running_mean`,
+    /// `.running_var`; then `linear.weight`.
+    fn tensors(&self) -> Vec<TensorSpec> {
+        let mut out = Vec::with_capacity(41);
+        for (b, name) in self.blocks().iter().zip(NAMES) {
+            let (o, i) = (b.cout, b.conv.in_c);
+            out.push(TensorSpec::new(
+                &format!("{name}.conv.weight"),
+                &[o, 3, 3, i],
+            ));
+            for t in ["weight", "bias", "running_mean", "running_var"] {
+                out.push(TensorSpec::new(&format!("{name}.bn.{t}"), &[o]));
+            }
+        }
+        out.push(TensorSpec::new(
+            "linear.weight",
+            &[self.classes, 8 * self.width],
+        ));
+        out
+    }
+
+    /// As the burn tier (and PyTorch): filters `U(±1/√fan_in)`, scales 1,
+    /// shifts 0, running means 0, variances 1, the linear layer `U(±1/√8w)`.
+    fn init(&self, rng: &mut Rng, out: &mut [f32]) {
+        for b in self.blocks() {
+            uniform_fan_in(rng, b.conv.patch(), &mut out[b.filters()]);
+            out[b.vector(0)].fill(1.0);
+            out[b.vector(1)].fill(0.0);
+            out[b.vector(2)].fill(0.0);
+            out[b.vector(3)].fill(1.0);
+        }
+        let head_at = self.head_at();
+        uniform_fan_in(rng, 8 * self.width, &mut out[head_at..]);
+    }
+
+    fn loss(&self, params: &[f32], batch: Batch<'_>, ws: &mut Workspace) -> f64 {
+        assert_eq!(params.len(), self.num_params(), "resnet9: parameter length");
+        match batch.y {
+            Targets::Class(y) if y.is_empty() && fits(batch, self.input_dim()) => 0.0,
+            _ => match self.targets(batch) {
+                Some(y) => self.evaluate(params, batch, y, ws).0 / y.len() as f64,
+                None => f64::NAN,
+            },
+        }
+    }
+
+    fn loss_grad(
+        &self,
+        params: &[f32],
+        batch: Batch<'_>,
+        grad: &mut [f32],
+        ws: &mut Workspace,
+    ) -> f64 {
+        assert_eq!(params.len(), self.num_params(), "resnet9: parameter length");
+        assert_eq!(grad.len(), self.num_params(), "resnet9: gradient length");
+        let Some(y) = self.targets(batch) else {
+            grad.fill(f32::NAN);
+            return f64::NAN;
+        };
+        self.batch_pass(params, batch.x, y, Some(grad), ws)
+    }
+
+    fn count_correct(&self, params: &[f32], batch: Batch<'_>, ws: &mut Workspace) -> Option<usize> {
+        let y = match batch.y {
+            Targets::Class([]) => return Some(0),
+            _ => self.targets(batch)?,
+        };
+        Some(self.evaluate(params, batch, y, ws).1)
+    }
+
+    fn forward_flops_per_sample(&self) -> u64 {
+        let convs: u64 = self
+            .blocks()
+            .iter()
+            .map(|b| 2 * (b.conv.positions() * b.conv.patch() * b.cout) as u64)
+            .sum();
+        convs + 2 * (8 * self.width * self.classes) as u64
+    }
+
+    fn head_start(&self) -> usize {
+        self.head_at()
+    }
+
+    fn augmentation(&self) -> Option<Augmentation> {
+        self.augmentation
+    }
+
+    fn train(
+        &self,
+        params: &mut [f32],
+        batch: Batch<'_>,
+        lr: f32,
+        steps: usize,
+        ws: &mut Workspace,
+    ) -> f64 {
+        train::full_batch(self, params, batch, lr, steps, ws)
+    }
+
+    fn train_minibatch(
+        &self,
+        params: &mut [f32],
+        batch: Batch<'_>,
+        spec: &MinibatchSpec<'_>,
+        steps: usize,
+        state: &mut OptimizerState,
+        rng: &mut Rng,
+        ws: &mut Workspace,
+    ) -> Option<f64> {
+        Some(train::minibatch(
+            self, params, batch, spec, steps, state, rng, ws,
+        ))
+    }
+}

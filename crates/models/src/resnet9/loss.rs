@@ -1,0 +1,113 @@
+//! ResNet9's losses over the workspace's buffers: training mode (the
+//! batch's statistics) with its gradient, the running statistics' update
+//! after a training step, and evaluation (the running statistics) in chunks
+//! of [`EVAL_CHUNK`] images.
+
+use fedcluster_core::{Batch, Workspace};
+
+use super::block::{self, Mode};
+use super::pass::{self, Plan, Scratch};
+use super::{EVAL_CHUNK, ResNet9};
+use crate::logistic::{count_argmax_matches, loss_and_softmax_minus_onehot, sample_loss};
+
+impl ResNet9 {
+    /// The mean loss over `x`, `y` with the batch's statistics (training
+    /// mode, the loss [`Model::loss_grad`] differentiates), and its gradient
+    /// into `grad` when given. The batch's statistics stay in `ws` for
+    /// [`ResNet9::update_running`].
+    pub(super) fn batch_pass(
+        &self,
+        params: &[f32],
+        x: &[f32],
+        y: &[u32],
+        grad: Option<&mut [f32]>,
+        ws: &mut Workspace,
+    ) -> f64 {
+        let (blocks, n, k) = (self.blocks(), y.len(), self.classes);
+        let plan = Plan::new(&blocks, n, k);
+        let backward = grad.is_some();
+        let scratch = |len: usize| if backward { len } else { 0 };
+        let [acts, cols, dz, r, p, q] = ws.slices([
+            plan.len,
+            plan.cols,
+            scratch(plan.conv),
+            scratch(plan.widest),
+            scratch(plan.widest),
+            scratch(plan.widest),
+        ]);
+        let head_at = self.head_at();
+        let head = &params[head_at..];
+        pass::forward(&blocks, &plan, params, head, x, n, acts, cols, Mode::Batch);
+        let mut loss = 0.0;
+        let Some(grad) = grad else {
+            for (zi, &yi) in acts[plan.z.clone()].chunks_exact(k).zip(y) {
+                loss += sample_loss(zi, yi);
+            }
+            return loss / n as f64;
+        };
+        let mut dlogits = acts[plan.z.clone()].to_vec();
+        let inv = 1.0 / n as f32;
+        for (zi, &yi) in dlogits.chunks_exact_mut(k).zip(y) {
+            loss += loss_and_softmax_minus_onehot(zi, yi);
+            zi.iter_mut().for_each(|v| *v *= inv);
+        }
+        let s = Scratch { cols, dz, r, p, q };
+        pass::backward(
+            &blocks, &plan, params, head_at, x, n, acts, &dlogits, grad, s,
+        );
+        loss / n as f64
+    }
+
+    /// Moves the running statistics towards those of the last
+    /// [`ResNet9::batch_pass`] over `n` images in `ws`.
+    pub(super) fn update_running(&self, params: &mut [f32], n: usize, ws: &Workspace) {
+        let blocks = self.blocks();
+        let plan = Plan::new(&blocks, n, self.classes);
+        let acts = &ws.bufs[0][..plan.len];
+        for (i, b) in blocks.iter().enumerate() {
+            let (mean, var) = plan.stats(acts, i);
+            block::running_update(b, params, mean, var, n * b.conv.positions());
+        }
+    }
+
+    /// The summed loss and the number correct over `batch`, with the running
+    /// statistics, in chunks of [`EVAL_CHUNK`].
+    pub(super) fn evaluate(
+        &self,
+        params: &[f32],
+        batch: Batch<'_>,
+        y: &[u32],
+        ws: &mut Workspace,
+    ) -> (f64, usize) {
+        let (blocks, d, k) = (self.blocks(), batch.dim, self.classes);
+        let head_at = self.head_at();
+        let (mut loss, mut hits) = (0.0, 0);
+        for start in (0..y.len()).step_by(EVAL_CHUNK) {
+            let end = (start + EVAL_CHUNK).min(y.len());
+            let n = end - start;
+            let plan = Plan::new(&blocks, n, k);
+            let [acts, cols] = ws.slices([plan.len, plan.cols]);
+            let x = &batch.x[start * d..end * d];
+            let head = &params[head_at..];
+            pass::forward(
+                &blocks,
+                &plan,
+                params,
+                head,
+                x,
+                n,
+                acts,
+                cols,
+                Mode::Running,
+            );
+            let z = &acts[plan.z.clone()];
+            loss += z
+                .chunks_exact(k)
+                .zip(&y[start..end])
+                .map(|(zi, &yi)| sample_loss(zi, yi))
+                .sum::<f64>();
+            hits += count_argmax_matches(z, k, &y[start..end]);
+        }
+        (loss, hits)
+    }
+}
