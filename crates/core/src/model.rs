@@ -201,6 +201,22 @@ pub trait Model: Send + Sync {
         None
     }
 
+    /// [`Model::loss`] and [`Model::count_correct`] of the same batch, as
+    /// evaluation asks for both: a model whose forward pass yields both
+    /// overrides it so the batch runs through the network once (the
+    /// char-LSTM, the burn networks). Must equal the two calls exactly.
+    fn loss_and_correct(
+        &self,
+        params: &[f32],
+        batch: Batch<'_>,
+        ws: &mut Workspace,
+    ) -> (f64, Option<usize>) {
+        (
+            self.loss(params, batch, ws),
+            self.count_correct(params, batch, ws),
+        )
+    }
+
     /// Floating-point operations of one forward pass over one sample (for
     /// throughput reports); the backward pass is counted as twice this.
     fn forward_flops_per_sample(&self) -> u64;

@@ -259,6 +259,26 @@ impl Model for CharLstm {
         Some(self.evaluate(params, batch.x, y, ws).1)
     }
 
+    /// One forward pass for both numbers (what `loss` and `count_correct`
+    /// each compute).
+    fn loss_and_correct(
+        &self,
+        params: &[f32],
+        batch: Batch<'_>,
+        ws: &mut Workspace,
+    ) -> (f64, Option<usize>) {
+        match self.targets(batch) {
+            Some(y) if params.len() == self.num_params() => {
+                let (sum, correct) = self.evaluate(params, batch.x, y, ws);
+                (sum * inv_len(y.len()), Some(correct))
+            }
+            _ => (
+                self.loss(params, batch, ws),
+                self.count_correct(params, batch, ws),
+            ),
+        }
+    }
+
     /// The dense layer is the head; the embedding and the LSTM are shared.
     fn head_start(&self) -> usize {
         self.fc()

@@ -121,6 +121,26 @@ where
         Some(self.evaluate(params, batch, y).1)
     }
 
+    /// One forward pass for both numbers (what `loss` and `count_correct`
+    /// each compute).
+    fn loss_and_correct(
+        &self,
+        params: &[f32],
+        batch: Batch<'_>,
+        ws: &mut Workspace,
+    ) -> (f64, Option<usize>) {
+        match self.targets(batch) {
+            Some(y) if !y.is_empty() && params.len() == self.num_params() => {
+                let (sum, correct) = self.evaluate(params, batch, y);
+                (sum / y.len() as f64, Some(correct))
+            }
+            _ => (
+                self.loss(params, batch, ws),
+                self.count_correct(params, batch, ws),
+            ),
+        }
+    }
+
     fn forward_flops_per_sample(&self) -> u64 {
         self.arch.flops_per_sample()
     }

@@ -158,3 +158,27 @@ fn native_training_is_bit_identical_on_1_and_2_threads() {
     assert_eq!(bits(&one), bits(&two));
     assert!(one.iter().all(|p| p.iter().all(|v| v.is_finite())));
 }
+
+/// Evaluation asks for the loss and the number correct in one call
+/// (`Model::loss_and_correct`): both tiers answer it with one forward pass,
+/// which must give exactly what `loss` and `count_correct` give, on a batch
+/// longer than one evaluation chunk and on an empty one.
+#[test]
+fn loss_and_correct_in_one_pass_equals_the_two_calls() {
+    let s = shape(12, 10, 4, 16);
+    let burn = fedcluster_nn::build(Net::CharLstm(s), Backend::Cpu, None).unwrap();
+    let ours: Box<dyn Model> = Box::new(native(s));
+    let mut p = vec![0.0; ours.num_params()];
+    ours.init(&mut stream(5, Purpose::Init, 0, 0), &mut p);
+    let mut ws = Workspace::default();
+    for n in [1_100, 7, 0] {
+        let (x, y) = windows(s, n, 6);
+        let batch = Batch::new(&x, Targets::Class(&y), s.seq_len).unwrap();
+        for model in [&ours, &burn] {
+            let (loss, correct) = model.loss_and_correct(&p, batch, &mut ws);
+            let alone = model.loss(&p, batch, &mut ws);
+            assert_eq!(loss.to_bits(), alone.to_bits(), "{n} windows: loss");
+            assert_eq!(correct, model.count_correct(&p, batch, &mut ws));
+        }
+    }
+}

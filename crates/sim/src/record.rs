@@ -366,12 +366,10 @@ fn evaluate_own(view: &ReplicaView<'_>, test: &TestSet<'_>) -> (Option<f64>, Opt
         .map_init(Scratch::default, |Scratch(ws, buf), i| {
             let batch = test.clients.batch(i, buf);
             match view.assignment[i].and_then(|a| view.models.get(a)) {
-                Some(params) => (
-                    test.model.loss(params, batch, ws),
-                    test.model
-                        .count_correct(params, batch, ws)
-                        .map(|c| c as f64 / batch.len() as f64),
-                ),
+                Some(params) => {
+                    let (loss, correct) = test.model.loss_and_correct(params, batch, ws);
+                    (loss, correct.map(|c| c as f64 / batch.len() as f64))
+                }
                 None => (f64::INFINITY, Some(0.0)),
             }
         })
@@ -409,10 +407,9 @@ fn cluster_score(
     let m = test.clients.num_clients().min(truth.test_labels.len());
     for i in (0..m).filter(|&i| truth.test_labels[i] == cluster) {
         let batch = test.clients.batch(i, buf);
-        loss += test.model.loss(params, batch, ws) * batch.len() as f64;
-        correct = correct
-            .zip(test.model.count_correct(params, batch, ws))
-            .map(|(a, b)| a + b);
+        let (batch_loss, batch_correct) = test.model.loss_and_correct(params, batch, ws);
+        loss += batch_loss * batch.len() as f64;
+        correct = correct.zip(batch_correct).map(|(a, b)| a + b);
         samples += batch.len();
     }
     (samples > 0).then(|| {

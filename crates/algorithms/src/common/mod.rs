@@ -12,5 +12,6 @@ pub mod init;
 pub mod kmeans;
 pub mod messages;
 pub mod mixture;
+pub mod optimizer;
 pub mod sampling;
 pub mod trainer;

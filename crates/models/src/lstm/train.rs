@@ -76,6 +76,7 @@ impl CharLstm {
             b * h,
             4 * h,
             b * v,
+            4 * h * h,
         ];
         let [buf] = ws.slices([lens.iter().sum()]);
         let (x0, rest) = buf.split_at_mut(lens[0]);
@@ -83,7 +84,8 @@ impl CharLstm {
         let (dx, rest) = rest.split_at_mut(lens[2]);
         let (dh, rest) = rest.split_at_mut(lens[3]);
         let (dc, rest) = rest.split_at_mut(lens[4]);
-        let (bias, z) = rest.split_at_mut(lens[5]);
+        let (bias, rest) = rest.split_at_mut(lens[5]);
+        let (z, w_hh_t) = rest.split_at_mut(lens[6]);
 
         self.gather(params, x, b, x0);
         for k in 0..layers {
@@ -93,7 +95,7 @@ impl CharLstm {
                 _ => Store::outputs(&below[(k - 1) * per_layer..], rows, h),
             };
             let store = Store::carve(&mut store[..per_layer], rows, h);
-            self.layer_forward(params, self.layer(k), input, store, bias, b);
+            self.layer_forward(params, self.layer(k), input, store, bias, w_hh_t, b);
         }
         let top = Store::outputs(&stores[(layers - 1) * per_layer..], rows, h);
         let loss = self.head(params, &top[(t_len - 1) * b * h..], y, scale, z, dh, grad);
@@ -153,7 +155,11 @@ impl CharLstm {
     }
 
     /// One layer forward over every step, keeping what the backward pass
-    /// needs.
+    /// needs. `w_hh_t` is scratch for `W_hhᵀ` (`H x 4H`, row-major): with it
+    /// the recurrent products read the weights as `gemm` wants them, where
+    /// `W_hh` itself would be packed again at every step (a fifth of a
+    /// batch-10 step).
+    #[allow(clippy::too_many_arguments)]
     fn layer_forward(
         &self,
         params: &[f32],
@@ -161,6 +167,7 @@ impl CharLstm {
         input: &[f32],
         store: Store<'_>,
         bias: &mut [f32],
+        w_hh_t: &mut [f32],
         b: usize,
     ) {
         let (h, h4) = (self.hidden, 4 * self.hidden);
@@ -179,7 +186,8 @@ impl CharLstm {
             1.0,
         );
         add_biases(params, at, bias);
-        let w_hh = MatRef::row_major(&params[at.w_hh..at.b_ih], h4, h).t();
+        transpose(&params[at.w_hh..at.b_ih], h4, h, w_hh_t);
+        let w_hh = MatRef::row_major(w_hh_t, h, h4);
         let (bh, bh4) = (b * h, b * h4);
         for t in 0..self.seq_len {
             let g = &mut gates[t * bh4..(t + 1) * bh4];
@@ -279,6 +287,21 @@ impl CharLstm {
         }
         for (g, s) in g_bhh.iter_mut().zip(sums.iter()) {
             *g += scale * s;
+        }
+    }
+}
+
+/// `out` (`cols x rows`, row-major) <- the transpose of `m` (`rows x cols`,
+/// row-major), in tiles that stay in cache.
+fn transpose(m: &[f32], rows: usize, cols: usize, out: &mut [f32]) {
+    const TILE: usize = 16;
+    for i0 in (0..rows).step_by(TILE) {
+        for j0 in (0..cols).step_by(TILE) {
+            for i in i0..(i0 + TILE).min(rows) {
+                for j in j0..(j0 + TILE).min(cols) {
+                    out[j * rows + i] = m[i * cols + j];
+                }
+            }
         }
     }
 }
