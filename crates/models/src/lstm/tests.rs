@@ -197,3 +197,44 @@ fn bad_batches_give_nan_not_panics() {
     assert!(CharLstm::new(CharLstm { layers: 0, ..model }).is_err());
     assert!(CharLstm::new(CharLstm { vocab: 1, ..model }).is_err());
 }
+
+/// The recurrent product from the transposed copy of `W_hh` (what the
+/// training pass runs) has the bits of the product from `W_hh`'s transposed
+/// view (what it ran before), at LEAF's sizes and SR-FCA's batch of 10.
+#[test]
+fn recurrent_product_from_transposed_copy_keeps_the_bits() {
+    use fedcluster_core::linalg::{MatMut, MatRef, matmul};
+    let (b, h) = (10, 256);
+    let mut rng = stream(3, Purpose::Init, 0, 0);
+    let w_hh: Vec<f32> = (0..4 * h * h)
+        .map(|_| rng.random_range(-1.0..1.0))
+        .collect();
+    let prev: Vec<f32> = (0..b * h).map(|_| rng.random_range(-1.0..1.0)).collect();
+    let start: Vec<f32> = (0..b * 4 * h)
+        .map(|_| rng.random_range(-1.0..1.0))
+        .collect();
+    let mut w_hh_t = vec![0.0; 4 * h * h];
+    train::transpose(&w_hh, 4 * h, h, &mut w_hh_t);
+    assert_eq!(w_hh_t[3 * 4 * h + 7], w_hh[7 * h + 3]);
+    let (mut view, mut copy) = (start.clone(), start);
+    let prev = MatRef::row_major(&prev, b, h);
+    matmul(
+        MatMut::row_major(&mut view, b, 4 * h),
+        prev,
+        MatRef::row_major(&w_hh, 4 * h, h).t(),
+        true,
+        1.0,
+    );
+    matmul(
+        MatMut::row_major(&mut copy, b, 4 * h),
+        prev,
+        MatRef::row_major(&w_hh_t, h, 4 * h),
+        true,
+        1.0,
+    );
+    assert!(
+        view.iter()
+            .zip(&copy)
+            .all(|(x, y)| x.to_bits() == y.to_bits())
+    );
+}

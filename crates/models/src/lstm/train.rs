@@ -293,7 +293,7 @@ impl CharLstm {
 
 /// `out` (`cols x rows`, row-major) <- the transpose of `m` (`rows x cols`,
 /// row-major), in tiles that stay in cache.
-fn transpose(m: &[f32], rows: usize, cols: usize, out: &mut [f32]) {
+pub(super) fn transpose(m: &[f32], rows: usize, cols: usize, out: &mut [f32]) {
     const TILE: usize = 16;
     for i0 in (0..rows).step_by(TILE) {
         for j0 in (0..cols).step_by(TILE) {
