@@ -162,9 +162,10 @@ subspace_clients = 40
     )
 }
 
-/// IFCA with `pretrain_rounds = 2` and a frozen trunk, MLP on small synthetic
-/// images, `rounds` rounds.
-pub fn ifca_pretrained(rounds: usize) -> String {
+/// A small run on two concepts of synthetic images (6 clients of 12 4x4
+/// images, 3 classes): `model` and `algorithm` are the bodies of its
+/// `[model]` and `[algorithm]` tables.
+fn small_images(model: &str, algorithm: &str, rounds: usize) -> String {
     format!(
         r#"
 seed = 7
@@ -180,76 +181,47 @@ height = 4
 width = 4
 channels = 1
 [model]
-kind = "mlp"
-hidden = 8
+{model}
 [algorithm]
-name = "ifca"
+{algorithm}
+"#
+    )
+}
+
+/// The MLP of the small image runs.
+const SMALL_MLP: &str = "kind = \"mlp\"\nhidden = 8";
+
+/// IFCA with `pretrain_rounds = 2` and a frozen trunk, MLP on small synthetic
+/// images, `rounds` rounds.
+pub fn ifca_pretrained(rounds: usize) -> String {
+    let algorithm = r#"name = "ifca"
 clusters = 2
 aggregation = "model"
 lr = 0.05
 local_steps = 2
 pretrain_rounds = 2
-freeze_trunk = true
-"#
-    )
+freeze_trunk = true"#;
+    small_images(SMALL_MLP, algorithm, rounds)
 }
 
 /// PACFL with one subspace per class (`per_class = true`) on small
 /// synthetic images, `rounds` rounds.
 pub fn pacfl_per_class(rounds: usize) -> String {
-    format!(
-        r#"
-seed = 7
-rounds = {rounds}
-[data]
-kind = "synthetic-images"
-clients = 6
-points_per_client = 12
-test_points_per_client = 4
-clusters = 2
-classes = 3
-height = 4
-width = 4
-channels = 1
-[model]
-kind = "mlp"
-hidden = 8
-[algorithm]
-name = "pacfl"
+    let algorithm = r#"name = "pacfl"
 basis = 2
 per_class = true
-cut = {{ kind = "clusters", value = 2 }}
+cut = { kind = "clusters", value = 2 }
 proximity = "min-pairwise"
 lr = 0.05
 local_steps = 2
-participation = 0.5
-"#
-    )
+participation = 0.5"#;
+    small_images(SMALL_MLP, algorithm, rounds)
 }
 
 /// A small labelled run of `algorithm` (an `[algorithm]` table): two
 /// concepts of synthetic images (6 clients, 3 classes), a logistic model.
 pub fn labelled(algorithm: &str, rounds: usize) -> String {
-    format!(
-        r#"
-seed = 7
-rounds = {rounds}
-[data]
-kind = "synthetic-images"
-clients = 6
-points_per_client = 12
-test_points_per_client = 4
-clusters = 2
-classes = 3
-height = 4
-width = 4
-channels = 1
-[model]
-kind = "logistic"
-[algorithm]
-{algorithm}
-"#
-    )
+    small_images("kind = \"logistic\"", algorithm, rounds)
 }
 
 /// Small runs of the algorithm `name` (config texts, a few rounds each), one

@@ -78,6 +78,30 @@ fn default_participation() -> f64 {
     1.0
 }
 
+impl Config {
+    /// Plain FedAvg (sample-weighted, clients in parallel): the FedAvg stage
+    /// of a multi-phase algorithm (one-shot, FL+HC, PACFL).
+    pub(crate) fn stage(
+        aggregation: Aggregation,
+        lr: f32,
+        local_steps: usize,
+        participation: f64,
+        init: InitScheme,
+        optimizer: Optimizer,
+    ) -> Self {
+        Config {
+            aggregation,
+            lr,
+            local_steps,
+            participation,
+            init,
+            optimizer,
+            weighting: Weighting::Samples,
+            clients: Default::default(),
+        }
+    }
+}
+
 impl Validate for Config {
     fn validate(&self) -> Result<(), FieldError> {
         positive("lr", f64::from(self.lr))?;

@@ -82,15 +82,13 @@ impl Validate for Config {
 impl Config {
     /// The FedAvg stage's parameters.
     pub(crate) fn fedavg(&self) -> crate::fedavg::Config {
-        crate::fedavg::Config {
-            aggregation: self.aggregation,
-            lr: self.lr,
-            local_steps: self.local_steps,
-            participation: self.participation,
-            init: InitScheme::Zeros,
-            optimizer: self.optimizer,
-            weighting: Default::default(),
-            clients: Default::default(),
-        }
+        crate::fedavg::Config::stage(
+            self.aggregation,
+            self.lr,
+            self.local_steps,
+            self.participation,
+            InitScheme::Zeros,
+            self.optimizer,
+        )
     }
 }

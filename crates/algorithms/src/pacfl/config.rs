@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::common::agglomerative::{Cut, Linkage};
-use crate::common::aggregate::{Aggregation, Weighting};
+use crate::common::aggregate::Aggregation;
 use crate::common::checked::{FieldError, Validate, at_least_one, at_most, fraction, positive};
 use crate::common::init::InitScheme;
 use crate::common::trainer::Optimizer;
@@ -87,15 +87,13 @@ impl Validate for Config {
 impl Config {
     /// The FedAvg stage's parameters.
     pub(crate) fn fedavg(&self) -> crate::fedavg::Config {
-        crate::fedavg::Config {
-            aggregation: Aggregation::Model,
-            lr: self.lr,
-            local_steps: self.local_steps,
-            participation: self.participation,
-            init: self.init,
-            optimizer: self.optimizer,
-            weighting: Weighting::Samples,
-            clients: Default::default(),
-        }
+        crate::fedavg::Config::stage(
+            Aggregation::Model,
+            self.lr,
+            self.local_steps,
+            self.participation,
+            self.init,
+            self.optimizer,
+        )
     }
 }
