@@ -75,6 +75,32 @@ pub struct ShakespeareArgs {
     pub data_dir: Option<PathBuf>,
 }
 
+/// The flags of the CIFAR-10 experiments.
+#[derive(Debug, Clone, clap::Args)]
+pub struct CifarArgs {
+    #[command(flatten)]
+    pub grid: GridArgs,
+    /// Directory of CIFAR-10's binary version (extracted, or its .tar.gz)
+    /// (default: cifar10/ in the data root, $FEDCLUSTER_DATA else `data`;
+    /// `fedcluster data fetch cifar10` downloads it there). Without it the
+    /// report says "not run: data absent here".
+    #[arg(long)]
+    pub data_dir: Option<PathBuf>,
+}
+
+/// The flags of the FEMNIST experiments.
+#[derive(Debug, Clone, clap::Args)]
+pub struct FemnistArgs {
+    #[command(flatten)]
+    pub grid: GridArgs,
+    /// LEAF's FEMNIST directory, its train/ and test/ JSON files (default:
+    /// femnist/ in the data root, $FEDCLUSTER_DATA else `data`; docs/data.md
+    /// says how LEAF writes it). Without it the report says "not run: data
+    /// absent here".
+    #[arg(long)]
+    pub data_dir: Option<PathBuf>,
+}
+
 /// How the synthetic true parameters are scaled by R.
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
 pub enum Scale {
@@ -126,6 +152,16 @@ pub enum Reproduce {
     SrfcaMnist(RealDataArgs),
     /// SR-FCA paper Table 3 (Shakespeare): SR-FCA, Local, Global, CFL, IFCA and FedSoft (K tuned over 1-4), ONE_SHOT-IFCA on 50 LEAF Shakespeare users, char-LSTM.
     SrfcaShakespeare(ShakespeareArgs),
+    /// IFCA paper Table I, rotated CIFAR-10: IFCA, global, local at (m, n) = (200, 500), k = 2 (0/180 degrees).
+    IfcaRotatedCifar(CifarArgs),
+    /// CFL-MGD paper Table 2, rotated CIFAR-10: CFL-MGD, IFCA, FedAvg at (200, 500), k = 2.
+    CflmgdRotatedCifar(CifarArgs),
+    /// SR-FCA paper Tables 1, 2, 4, rotated CIFAR-10: SR-FCA, Local, Global, CFL, Local-KMeans, IFCA, m = 32, n = 3,125, ResNet9.
+    SrfcaCifar(CifarArgs),
+    /// IFCA paper Table II, FEMNIST: IFCA (k = 2, 3; pretrained, frozen trunk), one-shot, global, local on every writer of LEAF's sample.
+    IfcaFemnist(FemnistArgs),
+    /// SR-FCA paper Tables 3-4, FEMNIST: SR-FCA, Local, Global, CFL, IFCA and FedSoft (K tuned over 1-4), ONE_SHOT-IFCA on 50 writers.
+    SrfcaFemnist(FemnistArgs),
 }
 
 impl GridArgs {
@@ -153,9 +189,19 @@ impl Reproduce {
     /// The experiment and how to run it.
     pub fn experiment(self) -> (Experiment, RunOptions) {
         use experiments::{
-            mixed_regression, mixed_regression_mnist, rotated_mnist, srfca_mnist, srfca_shakespeare,
+            cflmgd_rotated_cifar, ifca_femnist, ifca_rotated_cifar, mixed_regression,
+            mixed_regression_mnist, rotated_mnist, srfca_cifar, srfca_femnist, srfca_mnist,
+            srfca_shakespeare,
         };
         let real = |a: RealDataArgs, build: fn(&Protocol) -> Experiment| {
+            let (protocol, options) = a.grid.split(a.data_dir);
+            (build(&protocol), options)
+        };
+        let cifar = |a: CifarArgs, build: fn(&Protocol) -> Experiment| {
+            let (protocol, options) = a.grid.split(a.data_dir);
+            (build(&protocol), options)
+        };
+        let femnist = |a: FemnistArgs, build: fn(&Protocol) -> Experiment| {
             let (protocol, options) = a.grid.split(a.data_dir);
             (build(&protocol), options)
         };
@@ -201,6 +247,11 @@ impl Reproduce {
                 let (protocol, options) = a.grid.split(a.data_dir);
                 (srfca_shakespeare::experiment(&protocol), options)
             }
+            Reproduce::IfcaRotatedCifar(a) => cifar(a, ifca_rotated_cifar::experiment),
+            Reproduce::CflmgdRotatedCifar(a) => cifar(a, cflmgd_rotated_cifar::experiment),
+            Reproduce::SrfcaCifar(a) => cifar(a, srfca_cifar::experiment),
+            Reproduce::IfcaFemnist(a) => femnist(a, ifca_femnist::experiment),
+            Reproduce::SrfcaFemnist(a) => femnist(a, srfca_femnist::experiment),
             Reproduce::MixedRegression(g) => {
                 let (protocol, options) = g.split(None);
                 (mixed_regression::experiment(&protocol), options)
@@ -216,6 +267,15 @@ impl Reproduce {
     pub fn run(self) -> Result<()> {
         let (exp, options) = self.experiment();
         refuse_run_dir(&options.out)?;
+        if let Some(why) = harness::absent_data(&exp, &options)? {
+            // Data this workspace does not hold: a report that says so, the
+            // paper's numbers beside no number of ours, and a clean exit.
+            let tables = harness::report_not_run(&exp, &options, &why)?;
+            print!("{tables}");
+            eprintln!("{}: not run: data absent here: {why}", exp.name);
+            println!("report: {}", options.out.join("report.md").display());
+            return Ok(());
+        }
         let tables = harness::run(&exp, &options)?;
         print!("{tables}");
         println!("report: {}", options.out.join("report.md").display());

@@ -91,9 +91,21 @@ fn every_network_runs_ifca_and_is_thread_count_independent() {
         images(8, 1, "kind = \"cnn-femnist\"\nhidden = 8"),
         images(4, 2, "kind = \"mlp\"\nhidden = 6\nbackend = \"ndarray\""),
         text("kind = \"char-lstm\"\nembedding = 3\nhidden = 6"),
+        text(
+            "kind = \"char-lstm\"\nembedding = 3\nhidden = 6\nstate = \"carried\"\neval_batch = 3",
+        ),
     ] {
         identical_with_one_and_two_threads(&config);
     }
+}
+
+/// The SR-FCA code's carried LSTM state, by the overrides the docs give.
+#[test]
+fn the_carried_lstm_state_changes_the_run() {
+    let config = text("kind = \"char-lstm\"\nembedding = 3\nhidden = 6");
+    let csv = |overrides: &[&str]| metrics_csv(&check(&config, overrides).records, true);
+    let carried = csv(&["model.state=carried", "model.eval_batch=3"]);
+    assert_ne!(csv(&[]), carried);
 }
 
 fn build_error(config: &str) -> String {
@@ -130,6 +142,14 @@ fn model_keys_that_cannot_work_are_refused_with_the_key_named() {
         (
             text("kind = \"char-lstm\"\nembedding = 0"),
             "`model.embedding`",
+        ),
+        (
+            text("kind = \"char-lstm\"\nstate = \"carried\"\nbackend = \"flex\""),
+            "`model.state`",
+        ),
+        (
+            text("kind = \"char-lstm\"\neval_batch = 512"),
+            "`model.eval_batch`",
         ),
         (text("kind = \"linear\""), "`model.kind`"),
     ];

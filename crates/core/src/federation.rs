@@ -11,6 +11,7 @@ use thiserror::Error;
 
 use crate::error::CoreError;
 use crate::model::{Batch, Model, Workspace};
+use crate::newcomer::{LowestLoss, NewcomerRule};
 use crate::rng::Rng;
 
 /// Index of a client, `0..num_clients`.
@@ -116,6 +117,13 @@ pub trait ServerHalf: Send {
 
     /// The current models and assignments, for metrics.
     fn snapshot(&self) -> Snapshot<'_>;
+
+    /// How this algorithm gives one of its models to a client it has not
+    /// assigned (a new client, a client never sampled), for metrics: by
+    /// default the model of lowest loss on the client's data (IFCA's rule).
+    fn newcomer(&self) -> &dyn NewcomerRule {
+        &LowestLoss
+    }
 }
 
 /// The client half of an algorithm: one value per client, holding that client's

@@ -10,6 +10,8 @@
 //! - [`rng`]: random streams derived from `(seed, purpose, round, client)`.
 //! - [`federation`]: the seam between algorithms and transports: the server half,
 //!   the client half and the messages they exchange.
+//! - [`newcomer`]: how an algorithm places a client it has not assigned (a
+//!   new client, a client never sampled) among its models, for metrics.
 //! - [`input`]: [`Input`], what a data set declares of one sample (features,
 //!   image shape, [`Task`]) and a model is built from.
 //! - [`shards`]: the clients' local data, stored or produced on demand.
@@ -24,6 +26,7 @@ pub mod kernels;
 pub mod limits;
 pub mod linalg;
 pub mod model;
+pub mod newcomer;
 pub mod params;
 pub mod rng;
 pub mod shards;
@@ -35,5 +38,6 @@ pub use federation::{
 };
 pub use input::{ImageShape, Input, Task};
 pub use model::{Batch, MinibatchScratch, Model, Targets, TensorSpec, Workspace, train};
+pub use newcomer::{LowestLoss, NewcomerRule, Placed};
 pub use rng::{Purpose, Rng, stream};
 pub use shards::{ShardBuf, Shards};

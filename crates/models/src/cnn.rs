@@ -5,10 +5,9 @@
 //! LEAF's FEMNIST CNN: the same with padding 2, dense 2048, 62 classes).
 //!
 //! Images are channels-last (`height x width x channels`, MNIST's 28x28 is
-//! 28x28x1). A convolution is `im2col` then one GEMM over every position of every
-//! image in the batch: patches are rows of `(ky, kx, c)` values, filters rows of
-//! the same layout, so `Z = cols · Wᵀ + b` has one row per position and one column
-//! per output channel, which is channels-last again.
+//! 28x28x1). A convolution is `im2col` then a GEMM, a few images at a time
+//! ([`conv`]): `Z = cols · Wᵀ + b` has one row per position and one column per
+//! output channel, which is channels-last again.
 //!
 //! Parameters, back to back: conv1 `W` (`c1 x k·k·in`) and `b` (`c1`), conv2 `W`
 //! (`c2 x k·k·c1`) and `b`, dense `W` (`hidden x flat`) and `b`, output `W`
@@ -23,14 +22,17 @@ use crate::logistic::{
 };
 use crate::{ModelError, Result, TargetKind, fits, inv_len};
 
+pub(crate) mod conv;
+#[cfg(test)]
+mod kernel_tests;
 pub(crate) mod layers;
+pub(crate) mod pool;
 #[cfg(test)]
 mod tests;
 
-use layers::{
-    Conv, bias_relu, col2im, dense, im2col, input_grad, pool_backward, pool_forward, relu_backward,
-    weight_grad,
-};
+use conv::{Conv, conv_backward, conv_forward};
+use layers::{bias_relu, dense, input_grad, relu_backward, weight_grad};
+use pool::{pool_forward, pool_relu_backward};
 
 /// The network's shape.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -173,11 +175,10 @@ impl Cnn {
 
 /// Buffers of one forward pass, kept for the backward pass.
 struct Forward<'a> {
-    cols1: &'a mut [f32],
+    scratch: &'a mut [f32],
     a1: &'a mut [f32],
     p1: &'a mut [f32],
     idx1: &'a mut [f32],
-    cols2: &'a mut [f32],
     a2: &'a mut [f32],
     p2: &'a mut [f32],
     idx2: &'a mut [f32],
@@ -186,17 +187,17 @@ struct Forward<'a> {
 }
 
 impl Cnn {
-    fn buffer_lens(&self, n: usize) -> [usize; 10] {
+    /// Lengths of the [`Forward`] buffers, in order.
+    fn buffer_lens(&self, n: usize) -> [usize; 9] {
         let (c1, c2) = self.convs();
         let pos1 = c1.out_h * c1.out_w;
         let pos2 = c2.out_h * c2.out_w;
         let pooled1 = c2.in_h * c2.in_w * self.conv1;
         [
-            n * pos1 * c1.patch(),
+            c1.scratch_len(n).max(c2.scratch_len(n)),
             n * pos1 * self.conv1,
             n * pooled1,
             n * pooled1,
-            n * pos2 * c2.patch(),
             n * pos2 * self.conv2,
             n * self.flat(),
             n * self.flat(),
@@ -208,12 +209,10 @@ impl Cnn {
     fn forward(&self, params: &[f32], x: &[f32], n: usize, f: &mut Forward<'_>) {
         let l = self.layout();
         let (c1, c2) = self.convs();
-        im2col(&c1, x, n, f.cols1);
-        dense(f.a1, f.cols1, &params[..l.b1], c1.patch(), 1.0);
+        conv_forward(&c1, x, &params[..l.b1], n, f.scratch, f.a1);
         bias_relu(f.a1, &params[l.b1..l.w2]);
         pool_forward(c1.out_h, c1.out_w, self.conv1, n, f.a1, f.p1, f.idx1);
-        im2col(&c2, f.p1, n, f.cols2);
-        dense(f.a2, f.cols2, &params[l.w2..l.b2], c2.patch(), 1.0);
+        conv_forward(&c2, f.p1, &params[l.w2..l.b2], n, f.scratch, f.a2);
         bias_relu(f.a2, &params[l.b2..l.w3]);
         pool_forward(c2.out_h, c2.out_w, self.conv2, n, f.a2, f.p2, f.idx2);
         dense(f.h, f.p2, &params[l.w3..l.b3], self.flat(), 1.0);
@@ -274,13 +273,12 @@ impl Model for Cnn {
             return f64::NAN;
         };
         let n = y.len();
-        let [cols1, a1, p1, idx1, cols2, a2, p2, idx2, h, z] = ws.slices(self.buffer_lens(n));
+        let [scratch, a1, p1, idx1, a2, p2, idx2, h, z] = ws.slices(self.buffer_lens(n));
         let mut f = Forward {
-            cols1,
+            scratch,
             a1,
             p1,
             idx1,
-            cols2,
             a2,
             p2,
             idx2,
@@ -315,11 +313,10 @@ impl Model for Cnn {
         let lens = self.buffer_lens(n);
         // Forward buffers, then scratch for the backward pass.
         let [
-            cols1,
+            scratch,
             a1,
             p1,
             idx1,
-            cols2,
             a2,
             p2,
             idx2,
@@ -328,19 +325,17 @@ impl Model for Cnn {
             dh,
             dp2,
             da2,
-            dcols2,
             dp1,
             da1,
         ] = ws.slices([
             lens[0], lens[1], lens[2], lens[3], lens[4], lens[5], lens[6], lens[7], lens[8],
-            lens[9], lens[8], lens[6], lens[5], lens[4], lens[2], lens[1],
+            lens[7], lens[5], lens[4], lens[2], lens[1],
         ]);
         let mut f = Forward {
-            cols1,
+            scratch,
             a1,
             p1,
             idx1,
-            cols2,
             a2,
             p2,
             idx2,
@@ -363,18 +358,23 @@ impl Model for Cnn {
         bias_grad(dh, self.hidden, 0, s, &mut grad[l.b3..l.w4]);
         input_grad(dp2, dh, &params[l.w3..l.b3], n, 1.0);
         // Second convolution: unpool, ReLU, weights over every position.
-        pool_backward(dp2, f.idx2, da2);
-        relu_backward(da2, f.a2);
-        let rows2 = n * c2.out_h * c2.out_w;
-        weight_grad(&mut grad[l.w2..l.b2], da2, f.cols2, rows2, s);
+        pool_relu_backward(dp2, f.idx2, f.p2, da2);
+        conv_backward(
+            &c2,
+            f.p1,
+            da2,
+            &params[l.w2..l.b2],
+            n,
+            s,
+            f.scratch,
+            &mut grad[l.w2..l.b2],
+            Some(&mut *dp1),
+        );
         bias_grad(da2, self.conv2, 0, s, &mut grad[l.b2..l.w3]);
-        input_grad(dcols2, da2, &params[l.w2..l.b2], rows2, 1.0);
-        col2im(&c2, dcols2, n, dp1);
-        // First convolution.
-        pool_backward(dp1, f.idx1, da1);
-        relu_backward(da1, f.a1);
-        let rows1 = n * c1.out_h * c1.out_w;
-        weight_grad(&mut grad[..l.b1], da1, f.cols1, rows1, s);
+        // First convolution (the input needs no gradient).
+        pool_relu_backward(dp1, f.idx1, f.p1, da1);
+        let (x, w1) = (batch.x, &params[..l.b1]);
+        conv_backward(&c1, x, da1, w1, n, s, f.scratch, &mut grad[..l.b1], None);
         bias_grad(da1, self.conv1, 0, s, &mut grad[l.b1..l.w2]);
         loss * inv_len(n)
     }
@@ -382,13 +382,12 @@ impl Model for Cnn {
     fn count_correct(&self, params: &[f32], batch: Batch<'_>, ws: &mut Workspace) -> Option<usize> {
         let y = self.targets(batch)?;
         let n = y.len();
-        let [cols1, a1, p1, idx1, cols2, a2, p2, idx2, h, z] = ws.slices(self.buffer_lens(n));
+        let [scratch, a1, p1, idx1, a2, p2, idx2, h, z] = ws.slices(self.buffer_lens(n));
         let mut f = Forward {
-            cols1,
+            scratch,
             a1,
             p1,
             idx1,
-            cols2,
             a2,
             p2,
             idx2,

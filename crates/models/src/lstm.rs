@@ -19,6 +19,10 @@
 //! (`B x H` by `H x 4H`) with the four gates fused; see [`train`] for the
 //! backward pass through time and [`eval`] for the evaluation path, which
 //! runs the layers step by step over large chunks of windows.
+//!
+//! [`CarriedLstm`] is the same network with the SR-FCA public code's LSTM
+//! state carried from one minibatch to the next and from one evaluation
+//! batch to the next (`[model] state = "carried"`; see [`carried`]).
 
 use rand_distr::{Distribution, StandardNormal};
 
@@ -26,13 +30,17 @@ use fedcluster_core::{Batch, Model, Rng, Targets, TensorSpec, Workspace};
 
 use crate::init::uniform_fan_in;
 use crate::{ModelError, Result, TargetKind, fits, inv_len};
+use carried::StateRows;
 
+pub mod carried;
 mod cell;
 mod dense;
 mod eval;
 #[cfg(test)]
 mod tests;
 mod train;
+
+pub use carried::{CarriedLstm, LstmState};
 
 /// Windows per training pass: a larger batch's gradient is the sum over
 /// passes of this many windows, so memory is bounded by it (about 80 MB at
@@ -156,6 +164,34 @@ impl CharLstm {
     }
 }
 
+impl CharLstm {
+    /// The mean loss of the windows `x` (labels `y`, which fit), its gradient
+    /// written into `grad`, in passes of [`TRAIN_CHUNK`] windows; from zero
+    /// states, or from the states in `carry` ([`CharLstm::state_len`] of
+    /// them), which the windows' last states then replace.
+    fn batch_loss_grad(
+        &self,
+        params: &[f32],
+        x: &[f32],
+        y: &[u32],
+        grad: &mut [f32],
+        ws: &mut Workspace,
+        mut carry: Option<&mut [f32]>,
+    ) -> f64 {
+        grad.fill(0.0);
+        let scale = inv_len(y.len()) as f32;
+        let n = y.len();
+        let mut loss = 0.0;
+        for start in (0..n).step_by(TRAIN_CHUNK) {
+            let end = (start + TRAIN_CHUNK).min(n);
+            let x = &x[start * self.seq_len..end * self.seq_len];
+            let chunk = (carry.as_deref_mut()).map(|s| StateRows::new(self, s, n, start..end));
+            loss += self.chunk_loss_grad(params, x, &y[start..end], scale, grad, ws, chunk);
+        }
+        loss * inv_len(y.len())
+    }
+}
+
 /// `out <- b_ih + b_hh` of layer `at`.
 fn add_biases(params: &[f32], at: LayerAt, out: &mut [f32]) {
     let h4 = out.len();
@@ -221,7 +257,7 @@ impl Model for CharLstm {
         let Some(y) = self.targets(batch) else {
             return f64::NAN;
         };
-        self.evaluate(params, batch.x, y, ws).0 * inv_len(y.len())
+        self.evaluate(params, batch.x, y, ws, None).0 * inv_len(y.len())
     }
 
     /// NaN loss and gradient if the batch does not fit; 0 and 0 if it is
@@ -243,20 +279,12 @@ impl Model for CharLstm {
             grad.fill(f32::NAN);
             return f64::NAN;
         };
-        grad.fill(0.0);
-        let scale = inv_len(y.len()) as f32;
-        let mut loss = 0.0;
-        for start in (0..y.len()).step_by(TRAIN_CHUNK) {
-            let end = (start + TRAIN_CHUNK).min(y.len());
-            let x = &batch.x[start * self.seq_len..end * self.seq_len];
-            loss += self.chunk_loss_grad(params, x, &y[start..end], scale, grad, ws);
-        }
-        loss * inv_len(y.len())
+        self.batch_loss_grad(params, batch.x, y, grad, ws, None)
     }
 
     fn count_correct(&self, params: &[f32], batch: Batch<'_>, ws: &mut Workspace) -> Option<usize> {
         let y = self.targets(batch)?;
-        Some(self.evaluate(params, batch.x, y, ws).1)
+        Some(self.evaluate(params, batch.x, y, ws, None).1)
     }
 
     /// One forward pass for both numbers (what `loss` and `count_correct`
@@ -269,7 +297,7 @@ impl Model for CharLstm {
     ) -> (f64, Option<usize>) {
         match self.targets(batch) {
             Some(y) if params.len() == self.num_params() => {
-                let (sum, correct) = self.evaluate(params, batch.x, y, ws);
+                let (sum, correct) = self.evaluate(params, batch.x, y, ws, None);
                 (sum * inv_len(y.len()), Some(correct))
             }
             _ => (

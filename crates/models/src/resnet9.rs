@@ -11,8 +11,8 @@
 //! head    global max-pool, linear (8w -> classes, no bias), x 0.125
 //! ```
 //!
-//! Convolutions have no bias, padding 1 (im2col and one GEMM per
-//! convolution, [`crate::cnn::layers`]). Each block's tensors, back to back:
+//! Convolutions have no bias, padding 1 (im2col and GEMMs a few images at a
+//! time, [`crate::cnn::conv`]). Each block's tensors, back to back:
 //! filters `[out, 3, 3, in]`, batch norm's scale and shift, then its running
 //! mean and variance, which are part of the flat vector: gradients are zero
 //! there, training ([`Model::train`], [`Model::train_minibatch`]) moves them
@@ -31,7 +31,7 @@ mod train;
 use fedcluster_core::train::{Augmentation, MinibatchSpec, OptimizerState};
 use fedcluster_core::{Batch, ImageShape, Model, Rng, Targets, TensorSpec, Workspace};
 
-use crate::cnn::layers::Conv;
+use crate::cnn::conv::Conv;
 use crate::init::uniform_fan_in;
 use crate::{ModelError, Result, fits};
 use block::Block;

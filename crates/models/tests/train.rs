@@ -10,7 +10,7 @@ use fedcluster_core::train::full_batch::gradient_descent;
 use fedcluster_core::train::minibatch::{augmentation_draw, flat_steps, shuffle};
 use fedcluster_core::train::prox::{ProxSolve, prox_descent};
 use fedcluster_core::train::{
-    Augmentation, MinibatchOptimizer, MinibatchSpec, OptimizerState, Pull,
+    Augmentation, Jitter, MinibatchOptimizer, MinibatchSpec, OptimizerState, Pull,
 };
 use fedcluster_core::{Batch, ImageShape, Model, Purpose, Rng, Targets, Workspace, stream};
 use fedcluster_models::{LinearRegression, LogisticRegression};
@@ -430,6 +430,7 @@ fn augmentation_draws_a_crop_and_a_flip_per_image_from_the_client_stream() {
         shape,
         crop_padding: 1,
         flip: true,
+        jitter: Jitter::default(),
     };
     let m = Seen {
         inner: LinearRegression::new(4).unwrap(),

@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 use fedcluster_core::ImageShape;
-use fedcluster_core::train::Augmentation;
+use fedcluster_core::train::{Augmentation, Jitter};
 use fedcluster_core::{Input, Model, Task};
 
 use crate::{Backend, Net, NnError};
@@ -26,17 +26,88 @@ pub enum ModelBackend {
     Cuda,
 }
 
-/// Training-time image augmentation: a random crop of the zero-padded image and
-/// a random horizontal flip, drawn from the client's stream.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// Training-time image augmentation: a random crop of the zero-padded image,
+/// a random horizontal flip, and optionally the CIFAR-10 recipes' jitter
+/// (brightness, contrast, Cutout; [`fedcluster_core::train::Jitter`]), drawn
+/// from the client's stream.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, try_from = "AugmentKeys")]
 pub struct AugmentConfig {
     /// Padding of the random crop (0: no crop).
-    #[serde(default)]
     pub crop_padding: usize,
     /// Random left-right flips.
-    #[serde(default)]
     pub flip: bool,
+    /// Side of the Cutout square set to 0 (ffcv's `Cutout`; 0: none).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub cutout: usize,
+    /// Largest brightness shift (TF's `random_brightness(max_delta)`, on
+    /// images in `[0, 1]`: `63/255` in the IFCA code; 0: none).
+    #[serde(skip_serializing_if = "is_zero_f32")]
+    pub brightness: f32,
+    /// Contrast factor range `[lower, upper]` (TF's `random_contrast`;
+    /// `[0.2, 1.8]` in the IFCA code).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub contrast: Option<[f32; 2]>,
+}
+
+// Checked finite when read, so equality is an equivalence.
+impl Eq for AugmentConfig {}
+
+/// `[model] augment` as written, checked into an [`AugmentConfig`].
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AugmentKeys {
+    #[serde(default)]
+    crop_padding: usize,
+    #[serde(default)]
+    flip: bool,
+    #[serde(default)]
+    cutout: usize,
+    #[serde(default)]
+    brightness: f32,
+    #[serde(default)]
+    contrast: Option<[f32; 2]>,
+}
+
+/// The largest brightness shift or contrast factor taken (far beyond any
+/// recipe, and small enough that a uniform draw's range stays finite).
+const MAX_JITTER: f32 = 1e6;
+
+impl TryFrom<AugmentKeys> for AugmentConfig {
+    type Error = String;
+
+    fn try_from(k: AugmentKeys) -> Result<Self, String> {
+        let fits = |v: f32| (0.0..=MAX_JITTER).contains(&v);
+        if !fits(k.brightness) {
+            return Err(format!(
+                "augment.brightness must lie in [0, {MAX_JITTER}], got {}",
+                k.brightness
+            ));
+        }
+        if let Some([lo, hi]) = k.contrast
+            && !(fits(lo) && fits(hi) && lo <= hi)
+        {
+            return Err(format!(
+                "augment.contrast must be [lower, upper] with 0 <= lower <= upper <= \
+                 {MAX_JITTER}, got [{lo}, {hi}]"
+            ));
+        }
+        Ok(Self {
+            crop_padding: k.crop_padding,
+            flip: k.flip,
+            cutout: k.cutout,
+            brightness: k.brightness,
+            contrast: k.contrast,
+        })
+    }
+}
+
+fn is_zero(v: &usize) -> bool {
+    *v == 0
+}
+
+fn is_zero_f32(v: &f32) -> bool {
+    *v == 0.0
 }
 
 impl AugmentConfig {
@@ -46,6 +117,11 @@ impl AugmentConfig {
             shape,
             crop_padding: a.crop_padding,
             flip: a.flip,
+            jitter: Jitter {
+                brightness: a.brightness,
+                contrast: a.contrast.map(|[lo, hi]| (lo, hi)),
+                cutout: a.cutout,
+            },
         })
     }
 }

@@ -154,6 +154,9 @@ fn resnet_tiers(augment: bool) -> (Box<dyn Model>, Box<dyn Model>) {
     let augment = augment.then_some(AugmentConfig {
         crop_padding: 1,
         flip: true,
+        cutout: 2,
+        brightness: 0.1,
+        contrast: Some([0.5, 1.5]),
     });
     both(|backend| {
         ResNet9Config {

@@ -5,6 +5,7 @@
 //! rayon pool of 1 and 2 threads, bit for bit.
 
 use fedcluster_core::{Batch, Input, Model, Purpose, Targets, Task, Workspace, stream};
+use fedcluster_models::lstm::LstmState;
 use fedcluster_nn::nets::{self, CharLstmConfig};
 use fedcluster_nn::{Backend, ModelBackend, Net};
 use rand::Rng as _;
@@ -100,6 +101,8 @@ fn the_config_runs_natively_by_default() {
         hidden: 16,
         layers: 2,
         backend,
+        state: LstmState::Zero,
+        eval_batch: None,
     };
     let default = config(None).build(&input).unwrap();
     let named = config(Some(ModelBackend::Native)).build(&input).unwrap();
@@ -116,6 +119,49 @@ fn the_config_runs_natively_by_default() {
     assert_ne!(burn.loss(&p, batch, &mut ws), native);
     let one_symbol = Input::flat(10, Task::Classification { classes: 1 });
     assert!(config(None).build(&one_symbol).is_err());
+}
+
+#[test]
+fn the_carried_state_is_native_and_its_keys_are_checked() {
+    let input = Input::flat(10, Task::Classification { classes: 12 });
+    let config = |backend, state, eval_batch| CharLstmConfig {
+        embedding: 4,
+        hidden: 16,
+        layers: 2,
+        backend,
+        state,
+        eval_batch,
+    };
+    let (x, y) = windows(shape(12, 10, 4, 16), 5, 6);
+    let batch = Batch::new(&x, Targets::Class(&y), 10).unwrap();
+    let zero = config(None, LstmState::Zero, None).build(&input).unwrap();
+    let mut p = vec![0.0; zero.num_params()];
+    zero.init(&mut stream(2, Purpose::Init, 0, 0), &mut p);
+    let mut ws = Workspace::default();
+    let loss = |c: CharLstmConfig, ws: &mut Workspace| c.build(&input).unwrap().loss(&p, batch, ws);
+    let zero_loss = zero.loss(&p, batch, &mut ws);
+    // Evaluation batches of 512 (the default) hold the 5 windows: zero states.
+    let whole = loss(config(None, LstmState::Carried, None), &mut ws);
+    assert!((whole - zero_loss).abs() < 1e-6 * zero_loss);
+    let carried = loss(config(None, LstmState::Carried, Some(2)), &mut ws);
+    // Rounding moves it by about 1e-7, the carried states by about 1e-4.
+    assert!(
+        (carried - zero_loss).abs() > 1e-5 * zero_loss,
+        "{carried} vs {zero_loss}"
+    );
+    let refused = |c: CharLstmConfig| c.build(&input).err().unwrap().to_string();
+    let burn = config(Some(ModelBackend::Ndarray), LstmState::Carried, None);
+    assert!(refused(burn).contains("`model.state`"), "{}", refused(burn));
+    for bad in [
+        config(None, LstmState::Zero, Some(4)),
+        config(None, LstmState::Carried, Some(0)),
+    ] {
+        assert!(
+            refused(bad).contains("`model.eval_batch`"),
+            "{}",
+            refused(bad)
+        );
+    }
 }
 
 /// Each client's parameters after full-batch training on a pool of

@@ -9,7 +9,9 @@
 
 use fedcluster_core::ImageShape;
 use fedcluster_core::train::minibatch::steps;
-use fedcluster_core::train::{Augmentation, MinibatchOptimizer, MinibatchSpec, OptimizerState};
+use fedcluster_core::train::{
+    Augmentation, Jitter, MinibatchOptimizer, MinibatchSpec, OptimizerState,
+};
 use fedcluster_core::{Batch, Model, Purpose, Targets, Workspace, stream};
 use fedcluster_nn::{Backend, Net, nets};
 use rand::Rng as _;
@@ -178,6 +180,11 @@ fn resnet9_with_augmentation_is_bit_identical_across_threads() {
         shape,
         crop_padding: 1,
         flip: true,
+        jitter: Jitter {
+            brightness: 0.1,
+            contrast: Some((0.5, 1.5)),
+            cutout: 2,
+        },
     };
     check(net, Some(augmentation), 3, None);
 }

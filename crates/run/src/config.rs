@@ -37,8 +37,10 @@ pub struct RunConfig {
     pub eval_at: Vec<usize>,
     /// How each test client picks its model: `lowest-loss` (default),
     /// `highest-accuracy`, `assigned` (each training client's model, on its
-    /// true cluster's test data) or `own` (each training client's model on its
-    /// own test split, averaged with equal weight per client).
+    /// true cluster's test data), `own` (each training client's model on its
+    /// own test split, averaged with equal weight per client) or `personal`
+    /// (as `own`, a client never assigned placed by the algorithm's newcomer
+    /// rule).
     #[serde(default)]
     pub test_pick: fedcluster_sim::record::TestPick,
     /// Local training: score at most this many local models (evenly spaced) on

@@ -342,17 +342,24 @@ pub(crate) struct Driver<'a> {
 }
 
 impl<'a> Driver<'a> {
-    /// Fails when `test_pick = "own"` meets a data set without one test split
-    /// per training client.
+    /// Fails when `test_pick = "own"` or `"personal"` meets a data set
+    /// without one test split per training client.
     pub(crate) fn new(
         config: &'a RunConfig,
         data: &'a DataView<'a>,
         model: &'a dyn Model,
     ) -> Result<Self> {
         let (train, test) = (data.train.num_clients(), data.test.num_clients());
-        if config.test_pick == TestPick::Own && test != train {
+        let own = match config.test_pick {
+            TestPick::Own => Some("own"),
+            TestPick::Personal => Some("personal"),
+            _ => None,
+        };
+        if let Some(pick) = own
+            && test != train
+        {
             anyhow::bail!(
-                "field `test_pick`: \"own\" scores each training client on its own test split, \
+                "field `test_pick`: \"{pick}\" scores each training client on its own test split, \
                  but {} has {train} training and {test} test clients",
                 data.name,
             );
@@ -413,6 +420,7 @@ impl<'a> Driver<'a> {
         let test = TestSet {
             model: self.model,
             clients: self.data.test.as_ref(),
+            train: self.data.train.as_ref(),
             pick: cfg.test_pick,
             local_models: cfg.local_eval_models,
         };

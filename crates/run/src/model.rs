@@ -110,6 +110,35 @@ mod tests {
     }
 
     #[test]
+    fn augmentation_takes_the_cifar_recipes_jitter_and_checks_it() {
+        let srfca = "kind = \"resnet9\"\naugment = { crop_padding = 2, flip = true, cutout = 8 }";
+        let ifca = "kind = \"cnn-cifar\"\n\
+                    augment = { flip = true, brightness = 0.25, contrast = [0.2, 1.8] }";
+        for text in [srfca, ifca] {
+            let config = parse(text).unwrap();
+            let again = parse(&toml::to_string(&config).unwrap()).unwrap();
+            assert_eq!(again, config, "{text}");
+        }
+        let plain = parse("kind = \"cnn\"\naugment = { crop_padding = 4, flip = true }").unwrap();
+        let written = toml::to_string(&plain).unwrap();
+        assert!(
+            !written.contains("cutout")
+                && !written.contains("brightness")
+                && !written.contains("contrast"),
+            "keys left at their defaults are not written: {written}"
+        );
+        for (bad, named) in [
+            ("brightness = -0.1", "augment.brightness"),
+            ("brightness = nan", "augment.brightness"),
+            ("contrast = [1.8, 0.2]", "augment.contrast"),
+            ("contrast = [0.2, inf]", "augment.contrast"),
+        ] {
+            let err = parse(&format!("kind = \"cnn\"\naugment = {{ {bad} }}")).unwrap_err();
+            assert!(format!("{err:#}").contains(named), "{bad}: {err:#}");
+        }
+    }
+
+    #[test]
     fn builds_check_the_task_and_the_declared_images() {
         let classes = Task::Classification { classes: 10 };
         let err = |config: ModelConfig, input: Input| config.build(&input).err().unwrap();

@@ -58,6 +58,8 @@ pub fn metrics_absent(data: &DataView<'_>) -> BTreeMap<String, String> {
             "majority_misclustering",
             "round_misclustering",
             "test_misclustering",
+            "ari",
+            "nmi",
         ];
         note(&clustering, "the data set gives no true clusters");
     }

@@ -3,7 +3,9 @@
 use std::time::Instant;
 
 use fedcluster_core::params::all_finite;
-use fedcluster_core::{ClientId, Message, Purpose, RoundCtx, ServerHalf, Snapshot, stream};
+use fedcluster_core::{
+    ClientId, Message, NewcomerRule, Purpose, RoundCtx, ServerHalf, Snapshot, stream,
+};
 
 use crate::error::EngineError;
 use crate::transport::Transport;
@@ -25,6 +27,9 @@ pub struct RoundEvent<'a> {
     pub seconds: f64,
     /// The server's models and assignments after the round.
     pub snapshot: Snapshot<'a>,
+    /// How the algorithm places a client it has not assigned (a new client,
+    /// a client never sampled) among the snapshot's models.
+    pub newcomer: &'a dyn NewcomerRule,
 }
 
 /// Runs `rounds` rounds of `server` over `transport`. The server's stream for
@@ -121,6 +126,7 @@ where
             bytes_up,
             seconds: start.elapsed().as_secs_f64(),
             snapshot,
+            newcomer: server.newcomer(),
         })
         .map_err(EngineError::Stopped)?;
         after(round, server, transport).map_err(EngineError::Stopped)?;

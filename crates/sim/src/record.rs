@@ -6,12 +6,17 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use fedcluster_core::model::argmin_f64;
-use fedcluster_core::{ClientId, Model, ReplicaView, ShardBuf, Shards, Workspace};
+use fedcluster_core::{ClientId, Model, NewcomerRule, ReplicaView, ShardBuf, Shards, Workspace};
 use fedcluster_metrics::clustering::{
     majority_misclustering, misclustering, param_error, per_client_param_error,
 };
+use fedcluster_metrics::partition::agreement;
 
 use crate::engine::RoundEvent;
+
+#[cfg(test)]
+mod columns_tests;
+mod personal;
 
 /// What is known to be true about the federation (metrics only).
 #[derive(Debug, Clone, Copy)]
@@ -26,9 +31,10 @@ pub struct Truth<'a> {
     pub params: Option<&'a [Vec<f32>]>,
 }
 
-/// Held-out test clients. Test client `i` is evaluated with the model that has
-/// the lowest loss on its own data (IFCA paper, Section VI-B), unless
-/// [`TestPick`] says otherwise. Under local training each client's model is
+/// Held-out test clients. Test client `i` is a new client: it is evaluated
+/// with the model the algorithm's newcomer rule places it on from its own
+/// data ([`NewcomerRule`]; for every algorithm the model of lowest loss, IFCA
+/// paper, Section VI-B), unless [`TestPick`] says otherwise. Under local training each client's model is
 /// evaluated on all test data of its true cluster and the accuracies (losses)
 /// are averaged over the models, as in the IFCA paper's public code (or, with
 /// [`TestPick::Own`], on the client's own test split).
@@ -38,6 +44,9 @@ pub struct TestSet<'a> {
     pub model: &'a dyn Model,
     /// The test clients, stored or produced on demand.
     pub clients: &'a dyn Shards,
+    /// The training clients: [`TestPick::Personal`] places a training client
+    /// the algorithm never assigned from its training data.
+    pub train: &'a dyn Shards,
     /// How a test client picks its model among several.
     pub pick: TestPick,
     /// Local training: score at most this many of the clients' models (evenly
@@ -49,7 +58,9 @@ pub struct TestSet<'a> {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum TestPick {
-    /// The model of lowest loss on its data (IFCA paper, Section VI-B).
+    /// The model the algorithm's newcomer rule places it on, from its data
+    /// ([`NewcomerRule`]): the model of lowest loss on its data (IFCA paper,
+    /// Section VI-B) unless the algorithm has a rule of its own.
     #[default]
     LowestLoss,
     /// The model of highest accuracy on its data: with one test client per
@@ -68,6 +79,12 @@ pub enum TestPick {
     /// client (the SR-FCA paper's Table 3, as its public code computes it).
     /// An unassigned client scores accuracy 0 and an infinite loss.
     Own,
+    /// As [`TestPick::Own`], but every training client is scored with the
+    /// model the algorithm would give it: its assigned model, or, for a
+    /// client never assigned (never sampled), the model the algorithm's
+    /// newcomer rule places it on from its training data ([`NewcomerRule`]).
+    /// Every training client with test data counts, with equal weight.
+    Personal,
 }
 
 /// One row of `metrics.csv`: a replica after a round. (Read back from a
@@ -103,6 +120,14 @@ pub struct RoundRecord {
     /// just chose a cluster chose it. `None` when none of them is assigned.
     #[serde(default)]
     pub round_misclustering: Option<f64>,
+    /// Adjusted Rand index of the training clients' assignment against their
+    /// true clusters (unassigned clients each a cluster of one).
+    #[serde(default)]
+    pub ari: Option<f64>,
+    /// Normalised mutual information (arithmetic mean) of the same two
+    /// partitions.
+    #[serde(default)]
+    pub nmi: Option<f64>,
     /// Clients that took part.
     pub participants: usize,
     /// Bytes sent down this round.
@@ -130,6 +155,14 @@ pub fn records(
         .enumerate()
         .map(|(r, view)| {
             let (test_loss, test_accuracy, test_misclustering) = match test {
+                Some(t)
+                    if !view.diverged
+                        && !view.models.is_empty()
+                        && t.pick == TestPick::Personal =>
+                {
+                    let (loss, accuracy) = personal::evaluate(view, t, event.newcomer);
+                    (loss, accuracy, None)
+                }
                 Some(t) if !view.diverged && !view.models.is_empty() && t.pick == TestPick::Own => {
                     let (loss, accuracy) = evaluate_own(view, t);
                     (loss, accuracy, None)
@@ -143,7 +176,7 @@ pub fn records(
                     (loss, accuracy, None)
                 }
                 Some(t) if !view.diverged && !view.models.is_empty() => {
-                    let e = evaluate(view, t);
+                    let e = evaluate(view, t, event.newcomer);
                     let identity = (view.models.len() > 1 && !is_local(view))
                         .then(|| {
                             misclustering(
@@ -158,6 +191,7 @@ pub fn records(
                 }
                 _ => (None, None, None),
             };
+            let agree = partition_agreement(view, truth);
             RoundRecord {
                 round: event.round,
                 replica: r,
@@ -165,6 +199,8 @@ pub fn records(
                 param_error: parameter_error(view, truth),
                 misclustering: cluster_error(view, truth),
                 round_misclustering: participants_cluster_error(view, truth, event.replied),
+                ari: agree.map(|a| a.ari),
+                nmi: agree.map(|a| a.nmi),
                 clusters_found: (!is_local(view) && !view.models.is_empty())
                     .then_some(view.models.len()),
                 majority_misclustering: (!is_local(view) && view.models.len() > 1)
@@ -220,6 +256,18 @@ fn cluster_error(view: &ReplicaView<'_>, truth: &Truth<'_>) -> Option<f64> {
     )
 }
 
+/// ARI and NMI of the training clients' assignment against the truth, for
+/// clusterings where the true clusters are known.
+fn partition_agreement(
+    view: &ReplicaView<'_>,
+    truth: &Truth<'_>,
+) -> Option<fedcluster_metrics::Agreement> {
+    if !is_clustering(view) || truth.clusters == 0 {
+        return None;
+    }
+    agreement(view.assignment, truth.labels)
+}
+
 /// [`cluster_error`] over the clients in `replied` only.
 fn participants_cluster_error(
     view: &ReplicaView<'_>,
@@ -255,9 +303,12 @@ struct Evaluation {
 }
 
 /// Mean test loss and accuracy (sample-weighted) of one replica, and the model
-/// each test client picked.
-fn evaluate(view: &ReplicaView<'_>, test: &TestSet<'_>) -> Evaluation {
-    let per_client: Vec<(f64, Option<usize>, usize, usize)> = (0..test.clients.num_clients())
+/// each test client picked (`None` where the newcomer rule placed it nowhere:
+/// accuracy 0, infinite loss).
+fn evaluate(view: &ReplicaView<'_>, test: &TestSet<'_>, newcomer: &dyn NewcomerRule) -> Evaluation {
+    let per_client: Vec<(f64, Option<usize>, usize, Option<usize>)> = (0..test
+        .clients
+        .num_clients())
         .into_par_iter()
         .map_init(Scratch::default, |Scratch(ws, buf), i| {
             let batch = test.clients.batch(i, buf);
@@ -265,14 +316,21 @@ fn evaluate(view: &ReplicaView<'_>, test: &TestSet<'_>) -> Evaluation {
             // number is computed once more.
             match test.pick {
                 TestPick::LowestLoss => {
-                    let losses: Vec<f64> = (view.models.iter())
-                        .map(|m| test.model.loss(m, batch, ws))
-                        .collect();
-                    let pick = argmin_f64(&losses);
-                    let correct = test.model.count_correct(view.models[pick], batch, ws);
-                    (losses[pick], correct, batch.len(), pick)
+                    let placed = newcomer
+                        .place(&view.models, batch, test.model, ws)
+                        .filter(|p| p.model < view.models.len());
+                    let Some(placed) = placed else {
+                        return (f64::INFINITY, Some(0), batch.len(), None);
+                    };
+                    let params = view.models[placed.model];
+                    let loss = (placed.loss).unwrap_or_else(|| test.model.loss(params, batch, ws));
+                    let correct = test.model.count_correct(params, batch, ws);
+                    (loss, correct, batch.len(), Some(placed.model))
                 }
-                TestPick::HighestAccuracy | TestPick::Assigned | TestPick::Own => {
+                TestPick::HighestAccuracy
+                | TestPick::Assigned
+                | TestPick::Own
+                | TestPick::Personal => {
                     let correct: Vec<Option<usize>> = (view.models.iter())
                         .map(|m| test.model.count_correct(m, batch, ws))
                         .collect();
@@ -281,12 +339,12 @@ fn evaluate(view: &ReplicaView<'_>, test: &TestSet<'_>) -> Evaluation {
                         .collect();
                     let pick = argmin_f64(&errors);
                     let loss = test.model.loss(view.models[pick], batch, ws);
-                    (loss, correct[pick], batch.len(), pick)
+                    (loss, correct[pick], batch.len(), Some(pick))
                 }
             }
         })
         .collect();
-    let chosen = per_client.iter().map(|c| Some(c.3)).collect();
+    let chosen = per_client.iter().map(|c| c.3).collect();
     let samples: usize = per_client.iter().map(|c| c.2).sum();
     if samples == 0 {
         return Evaluation {
@@ -379,7 +437,7 @@ fn evaluate_own(view: &ReplicaView<'_>, test: &TestSet<'_>) -> (Option<f64>, Opt
 
 /// The unweighted means of per-client (loss, accuracy) scores; the accuracy
 /// only when every client has one; `(None, None)` for no client.
-fn mean_over_clients(per_client: &[(f64, Option<f64>)]) -> (Option<f64>, Option<f64>) {
+pub(crate) fn mean_over_clients(per_client: &[(f64, Option<f64>)]) -> (Option<f64>, Option<f64>) {
     if per_client.is_empty() {
         return (None, None);
     }
@@ -441,6 +499,7 @@ mod tests {
         let test = TestSet {
             model: &model,
             clients: &clients,
+            train: &clients,
             pick: TestPick::Assigned,
             local_models: 0,
         };
@@ -491,6 +550,7 @@ mod tests {
         let test = TestSet {
             model: &model,
             clients: &clients,
+            train: &clients,
             pick: TestPick::Own,
             local_models: 0,
         };

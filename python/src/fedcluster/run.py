@@ -27,6 +27,8 @@ METRIC_COLUMNS = (
     "test_accuracy",
     "test_misclustering",
     "round_misclustering",
+    "ari",
+    "nmi",
     "participants",
     "bytes_down",
     "bytes_up",

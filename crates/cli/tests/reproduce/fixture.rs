@@ -126,6 +126,7 @@ pub fn experiment(seeds: usize, rounds: usize) -> Experiment {
         }],
         smoke: false,
         tune_by: None,
+        report_absent_data: false,
     }
 }
 

@@ -11,28 +11,38 @@
 //! Scratch: `Workspace` buffer 0, carved into the step's embedded input, per
 //! layer its cell state, previous cell state and output, the gates, `tanh` of
 //! the state, the summed biases and the logits.
+//!
+//! With a `carry` (the SR-FCA public code's carried state,
+//! [`super::carried`]) the windows start from the given states, as if step 0
+//! had a step before it, and their last states replace them.
 
 use fedcluster_core::Workspace;
 use fedcluster_core::linalg::{MatMut, MatRef, matmul};
 
+use super::carried::StateRows;
 use super::{CharLstm, EVAL_CHUNK, add_biases, cell};
 use crate::logistic::{count_argmax_matches, sample_loss};
 
 impl CharLstm {
     /// The summed loss and the number correct of the windows `x` (labels
-    /// `y`), which fit the model.
+    /// `y`), which fit the model, from zero states, or from the states in
+    /// `carry` ([`CharLstm::state_len`] of them), which their last states
+    /// then replace.
     pub(super) fn evaluate(
         &self,
         params: &[f32],
         x: &[f32],
         y: &[u32],
         ws: &mut Workspace,
+        mut carry: Option<&mut [f32]>,
     ) -> (f64, usize) {
         let (mut loss, mut hits) = (0.0, 0);
-        for start in (0..y.len()).step_by(EVAL_CHUNK) {
-            let end = (start + EVAL_CHUNK).min(y.len());
+        let n = y.len();
+        for start in (0..n).step_by(EVAL_CHUNK) {
+            let end = (start + EVAL_CHUNK).min(n);
             let x = &x[start * self.seq_len..end * self.seq_len];
-            let (l, c) = self.chunk_evaluate(params, x, &y[start..end], ws);
+            let chunk = (carry.as_deref_mut()).map(|s| StateRows::new(self, s, n, start..end));
+            let (l, c) = self.chunk_evaluate(params, x, &y[start..end], ws, chunk);
             loss += l;
             hits += c;
         }
@@ -45,6 +55,7 @@ impl CharLstm {
         x: &[f32],
         y: &[u32],
         ws: &mut Workspace,
+        carry: Option<StateRows<'_>>,
     ) -> (f64, usize) {
         let (t_len, e, h, v) = (self.seq_len, self.embedding, self.hidden, self.vocab);
         let (h4, b, layers) = (4 * h, y.len(), self.layers);
@@ -58,6 +69,14 @@ impl CharLstm {
         let (biases, z) = rest.split_at_mut(lens[4]);
         for (k, bias) in biases.chunks_exact_mut(h4).enumerate() {
             add_biases(params, self.layer(k), bias);
+        }
+        let carried = carry.is_some();
+        if let Some(carry) = &carry {
+            for (k, state) in states.chunks_exact_mut(3 * bh).enumerate() {
+                let (h0, c0) = carry.layer(k);
+                state[..bh].copy_from_slice(c0);
+                state[2 * bh..].copy_from_slice(h0);
+            }
         }
         for t in 0..t_len {
             for (i, window) in x.chunks_exact(t_len).enumerate() {
@@ -81,7 +100,7 @@ impl CharLstm {
                     false,
                     1.0,
                 );
-                if t > 0 {
+                if t > 0 || carried {
                     matmul(
                         MatMut::row_major(gates, b, h4),
                         MatRef::row_major(out, b, h),
@@ -91,9 +110,14 @@ impl CharLstm {
                     );
                     c_prev.copy_from_slice(c);
                 }
-                let c_prev = (t > 0).then_some(&*c_prev);
+                let c_prev = (t > 0 || carried).then_some(&*c_prev);
                 let bias = &biases[k * h4..(k + 1) * h4];
                 cell::forward(gates, bias, c_prev, c, tc, out);
+            }
+        }
+        if let Some(mut carry) = carry {
+            for (k, state) in states.chunks_exact(3 * bh).enumerate() {
+                carry.set_layer(k, &state[2 * bh..], &state[..bh]);
             }
         }
         let fc = self.fc();

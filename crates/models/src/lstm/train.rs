@@ -19,10 +19,17 @@
 //! Scratch: `Workspace` buffer 0, carved into the embedded inputs, each
 //! layer's gates, cell states, `tanh` of the states and outputs (all steps),
 //! the input gradient passed down, and per-step `dh`, `dc`, biases and logits.
+//!
+//! A chunk may start from a given state instead of zeros (`carry`, the SR-FCA
+//! public code's carried state, [`super::carried`]): step 0 then adds
+//! `h_0 · W_hhᵀ` and continues `c_0`, `∇W_hh` gains `dG_0ᵀ h_0`, and the
+//! chunk's last states replace it. The state is detached, as the code's
+//! `hidden[0].detach()`: no gradient flows into it.
 
 use fedcluster_core::Workspace;
 use fedcluster_core::linalg::{MatMut, MatRef, matmul};
 
+use super::carried::StateRows;
 use super::{CharLstm, LayerAt, add_biases, cell};
 
 /// One layer's stored sequences over every step (`T·B` rows each).
@@ -50,11 +57,23 @@ impl<'a> Store<'a> {
     fn outputs(buf: &[f32], rows: usize, hidden: usize) -> &[f32] {
         &buf[6 * rows * hidden..7 * rows * hidden]
     }
+
+    /// The last step's output and cell state of a stored layer of `b`
+    /// windows.
+    fn last_state(buf: &[f32], rows: usize, hidden: usize, b: usize) -> (&[f32], &[f32]) {
+        let last = (rows - b) * hidden..rows * hidden;
+        let c = &buf[4 * rows * hidden..5 * rows * hidden];
+        (&Store::outputs(buf, rows, hidden)[last.clone()], &c[last])
+    }
 }
 
 impl CharLstm {
     /// Adds the gradient of `scale ×` the summed loss of the windows `x`
-    /// (labels `y`) to `grad`; returns the summed loss.
+    /// (labels `y`) to `grad`; returns the summed loss. With `carry` (these
+    /// windows' rows of a batch's state) the windows start from that state,
+    /// which their last states then replace; without it they start from
+    /// zeros.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn chunk_loss_grad(
         &self,
         params: &[f32],
@@ -63,6 +82,7 @@ impl CharLstm {
         scale: f32,
         grad: &mut [f32],
         ws: &mut Workspace,
+        carry: Option<StateRows<'_>>,
     ) -> f64 {
         let (t_len, e, h, v) = (self.seq_len, self.embedding, self.hidden, self.vocab);
         let (b, layers) = (y.len(), self.layers);
@@ -95,7 +115,9 @@ impl CharLstm {
                 _ => Store::outputs(&below[(k - 1) * per_layer..], rows, h),
             };
             let store = Store::carve(&mut store[..per_layer], rows, h);
-            self.layer_forward(params, self.layer(k), input, store, bias, w_hh_t, b);
+            let start = carry.as_ref().map(|s| s.layer(k));
+            let at = self.layer(k);
+            self.layer_forward(params, at, input, store, bias, w_hh_t, b, start);
         }
         let top = Store::outputs(&stores[(layers - 1) * per_layer..], rows, h);
         let loss = self.head(params, &top[(t_len - 1) * b * h..], y, scale, z, dh, grad);
@@ -104,13 +126,14 @@ impl CharLstm {
             let at = self.layer(k);
             let store = Store::carve(&mut stores[k * per_layer..(k + 1) * per_layer], rows, h);
             let from_above = (k + 1 < layers).then_some(&dx[..rows * h]);
-            self.layer_backward(params, at, from_above, store, dh, dc, b);
+            let start = carry.as_ref().map(|s| s.layer(k));
+            self.layer_backward(params, at, from_above, store, dh, dc, b, start.map(|s| s.1));
             let input = match k {
                 0 => &*x0,
                 _ => Store::outputs(&stores[(k - 1) * per_layer..], rows, h),
             };
             let stored = &stores[k * per_layer..(k + 1) * per_layer];
-            self.layer_grads(at, input, stored, scale, bias, b, grad);
+            self.layer_grads(at, input, stored, scale, bias, b, grad, start.map(|s| s.0));
             // The input gradient, for the layer below or the embedding.
             let dx = &mut dx[..rows * at.input];
             matmul(
@@ -122,6 +145,13 @@ impl CharLstm {
             );
             if k == 0 {
                 self.scatter(x, b, dx, scale, grad);
+            }
+        }
+        if let Some(mut carry) = carry {
+            for k in 0..layers {
+                let stored = &stores[k * per_layer..(k + 1) * per_layer];
+                let (h_last, c_last) = Store::last_state(stored, rows, h, b);
+                carry.set_layer(k, h_last, c_last);
             }
         }
         loss
@@ -158,7 +188,8 @@ impl CharLstm {
     /// needs. `w_hh_t` is scratch for `W_hhᵀ` (`H x 4H`, row-major): with it
     /// the recurrent products read the weights as `gemm` wants them, where
     /// `W_hh` itself would be packed again at every step (a fifth of a
-    /// batch-10 step).
+    /// batch-10 step). `start` is the `(h, c)` step 0 continues (zeros
+    /// without it).
     #[allow(clippy::too_many_arguments)]
     fn layer_forward(
         &self,
@@ -169,6 +200,7 @@ impl CharLstm {
         bias: &mut [f32],
         w_hh_t: &mut [f32],
         b: usize,
+        start: Option<(&[f32], &[f32])>,
     ) {
         let (h, h4) = (self.hidden, 4 * self.hidden);
         let rows = self.seq_len * b;
@@ -192,12 +224,20 @@ impl CharLstm {
         for t in 0..self.seq_len {
             let g = &mut gates[t * bh4..(t + 1) * bh4];
             let (done, now) = out.split_at_mut(t * bh);
-            if t > 0 {
-                let prev = MatRef::row_major(&done[(t - 1) * bh..], b, h);
+            let h_prev = match (t, start) {
+                (0, Some((h0, _))) => Some(h0),
+                (0, None) => None,
+                _ => Some(&done[(t - 1) * bh..]),
+            };
+            if let Some(prev) = h_prev {
+                let prev = MatRef::row_major(prev, b, h);
                 matmul(MatMut::row_major(g, b, h4), prev, w_hh, true, 1.0);
             }
             let (c_done, c_now) = c.split_at_mut(t * bh);
-            let c_prev = (t > 0).then(|| &c_done[(t - 1) * bh..]);
+            let c_prev = match t {
+                0 => start.map(|(_, c0)| c0),
+                _ => Some(&c_done[(t - 1) * bh..]),
+            };
             let tc = &mut tc[t * bh..(t + 1) * bh];
             cell::forward(g, bias, c_prev, &mut c_now[..bh], tc, &mut now[..bh]);
         }
@@ -206,6 +246,7 @@ impl CharLstm {
     /// Backpropagation through one layer's steps: the stored gates become
     /// `dG`. `from_above` is the gradient by every step's output from the
     /// layer above; without it (the top layer) `dh` holds the last step's.
+    /// `c0` is the cell state step 0 continued (zeros without it).
     #[allow(clippy::too_many_arguments)]
     fn layer_backward(
         &self,
@@ -216,6 +257,7 @@ impl CharLstm {
         dh: &mut [f32],
         dc: &mut [f32],
         b: usize,
+        c0: Option<&[f32]>,
     ) {
         let (h, h4, t_len) = (self.hidden, 4 * self.hidden, self.seq_len);
         let Store { gates, c, tc, .. } = store;
@@ -233,7 +275,10 @@ impl CharLstm {
                 let next = MatRef::row_major(&later[..bh4], b, h4);
                 matmul(MatMut::row_major(dh, b, h), next, w_hh, true, 1.0);
             }
-            let c_prev = (t > 0).then(|| &c[(t - 1) * bh..t * bh]);
+            let c_prev = match t {
+                0 => c0,
+                _ => Some(&c[(t - 1) * bh..t * bh]),
+            };
             let tc = &tc[t * bh..(t + 1) * bh];
             cell::backward(&mut now[t * bh4..], c_prev, tc, dh, dc, h);
         }
@@ -241,7 +286,8 @@ impl CharLstm {
 
     /// Adds `scale ×` one layer's weight and bias gradients to `grad`, from
     /// its input and its stored layer `stored` (every step's `dG`, in place of
-    /// the gates, and outputs); `sums` is scratch of `4H`.
+    /// the gates, and outputs); `sums` is scratch of `4H`. `h0` is the output
+    /// step 0 continued (zeros without it).
     #[allow(clippy::too_many_arguments)]
     fn layer_grads(
         &self,
@@ -252,6 +298,7 @@ impl CharLstm {
         sums: &mut [f32],
         b: usize,
         grad: &mut [f32],
+        h0: Option<&[f32]>,
     ) {
         let (h, h4) = (self.hidden, 4 * self.hidden);
         let rows = self.seq_len * b;
@@ -267,7 +314,8 @@ impl CharLstm {
             true,
             scale,
         );
-        // Step t's recurrent input is step t - 1's output (zero at t = 0).
+        // Step t's recurrent input is step t - 1's output (at t = 0 the
+        // carried `h0`, or zero).
         let later = rows - b;
         matmul(
             MatMut::row_major(g_hh, h4, h),
@@ -276,6 +324,15 @@ impl CharLstm {
             true,
             scale,
         );
+        if let Some(h0) = h0 {
+            matmul(
+                MatMut::row_major(g_hh, h4, h),
+                MatRef::row_major(&dg[..b * h4], b, h4).t(),
+                MatRef::row_major(h0, b, h),
+                true,
+                scale,
+            );
+        }
         sums.fill(0.0);
         for row in dg.chunks_exact(h4) {
             for (s, v) in sums.iter_mut().zip(row) {

@@ -1,5 +1,5 @@
 //! One conv-BN-ReLU block of [`super::ResNet9`]: a 3x3 convolution without
-//! bias (padding 1, im2col and one GEMM), batch normalisation over every
+//! bias (padding 1, `crate::cnn::conv`), batch normalisation over every
 //! position of every image, ReLU, and an optional 2x2 max-pooling; forward
 //! in training mode (the batch's statistics) or evaluation mode (the running
 //! ones), and backward in training mode.
@@ -11,10 +11,9 @@
 
 use std::ops::Range;
 
-use crate::cnn::layers::{
-    Conv, col2im, dense, im2col, input_grad, pool_backward, pool_forward, relu_backward,
-    weight_grad,
-};
+use crate::cnn::conv::{Conv, conv_backward, conv_forward};
+use crate::cnn::layers::relu_backward;
+use crate::cnn::pool::{pool_forward, pool_relu_backward};
 
 /// PyTorch's batch-norm `ε`.
 pub const BN_EPS: f32 = 1e-5;
@@ -100,9 +99,7 @@ pub(super) fn forward(
     s: &mut Saved<'_>,
     mode: Mode,
 ) {
-    let cols = &mut cols[..n * b.conv.positions() * b.conv.patch()];
-    im2col(&b.conv, x, n, cols);
-    dense(s.a, cols, &params[b.filters()], b.conv.patch(), 1.0);
+    conv_forward(&b.conv, x, &params[b.filters()], n, cols, s.a);
     if mode == Mode::Batch {
         batch_statistics(s.a, s.mean, s.var);
     } else {
@@ -174,21 +171,15 @@ pub(super) fn backward(
     let rows = n * b.conv.positions();
     let dz = &mut dz[..rows * b.cout];
     if b.pool {
-        pool_backward(dout, s.idx, dz);
+        pool_relu_backward(dout, s.idx, s.pooled, dz);
     } else {
         dz.copy_from_slice(dout);
+        relu_backward(dz, s.a);
     }
-    relu_backward(dz, s.a);
     let (dgamma, rest) = grad[b.vector(0).start..b.vector(2).start].split_at_mut(b.cout);
     norm_backward(dz, s.xhat, &params[b.vector(0)], s.var, dgamma, rest);
-    let patch = b.conv.patch();
-    let cols = &mut cols[..rows * patch];
-    im2col(&b.conv, x, n, cols);
-    weight_grad(&mut grad[b.filters()], dz, cols, rows, 1.0);
-    if let Some(dx) = dx {
-        input_grad(cols, dz, &params[b.filters()], rows, 1.0);
-        col2im(&b.conv, cols, n, dx);
-    }
+    let (w, gw) = (&params[b.filters()], &mut grad[b.filters()]);
+    conv_backward(&b.conv, x, dz, w, n, 1.0, cols, gw, dx);
 }
 
 /// Batch normalisation's backward pass in place: `d` holds the gradient at

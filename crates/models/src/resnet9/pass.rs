@@ -38,7 +38,7 @@ pub(super) struct Plan {
     pub len: usize,
     /// Length of the largest block input or output (the gradient buffers).
     pub widest: usize,
-    /// Length of the largest patch matrix.
+    /// Scratch of the convolutions (a chunk of patches, `Conv::scratch_len`).
     pub cols: usize,
     /// Length of the largest convolution output.
     pub conv: usize,
@@ -89,9 +89,9 @@ impl Plan {
             z,
             len: at,
             widest: n * widest,
-            cols: n * blocks
+            cols: blocks
                 .iter()
-                .map(|b| b.conv.positions() * b.conv.patch())
+                .map(|b| b.conv.scratch_len(n))
                 .max()
                 .unwrap_or(0),
             conv: n * blocks.iter().map(Block::conv_len).max().unwrap_or(0),

@@ -10,6 +10,7 @@ use burn::tensor::backend::Backend;
 use serde::{Deserialize, Serialize};
 
 use fedcluster_core::{Input, Model};
+use fedcluster_models::lstm::{CarriedLstm, LstmState};
 
 use crate::config::{self, ModelBackend};
 use crate::flat::{Init, ParamSpec};
@@ -21,6 +22,9 @@ use crate::{Net, NnError};
 /// stacked LSTM layers and a dense layer to the next character (vocabulary
 /// and window length from the data); native by default
 /// ([`fedcluster_models::CharLstm`], the same flat vector), or on burn.
+/// `state = "carried"` emulates the SR-FCA public code's LSTM state, carried
+/// across minibatches and evaluation batches (native only:
+/// [`fedcluster_models::lstm::carried`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CharLstmConfig {
@@ -36,6 +40,15 @@ pub struct CharLstmConfig {
     /// Where it runs (default: native).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub backend: Option<ModelBackend>,
+    /// What each window starts from: `"zero"` (the default) or `"carried"`
+    /// (the SR-FCA public code: the last minibatch's or evaluation batch's
+    /// states).
+    #[serde(default, skip_serializing_if = "LstmState::is_zero")]
+    pub state: LstmState,
+    /// Windows per evaluation batch, the state carried from one to the next
+    /// (`state = "carried"` only; default 512, the code's `batch.test`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eval_batch: Option<usize>,
 }
 
 impl CharLstmConfig {
@@ -52,6 +65,7 @@ impl CharLstmConfig {
         };
         // The burn network's checks name the keys for both backends.
         Net::CharLstm(net).check()?;
+        self.check_state()?;
         if !config::native(self.backend) {
             return config::on_burn(Net::CharLstm(net), self.backend, None);
         }
@@ -62,9 +76,32 @@ impl CharLstmConfig {
             hidden: self.hidden,
             layers: self.layers,
         };
-        Ok(Box::new(
-            fedcluster_models::CharLstm::new(native).map_err(NnError::NativeShape)?,
-        ))
+        let native = fedcluster_models::CharLstm::new(native).map_err(NnError::NativeShape)?;
+        Ok(match self.state {
+            LstmState::Zero => Box::new(native),
+            LstmState::Carried => {
+                let eval_batch = self.eval_batch.unwrap_or(CarriedLstm::EVAL_BATCH);
+                Box::new(CarriedLstm::new(native, eval_batch).map_err(NnError::NativeShape)?)
+            }
+        })
+    }
+
+    /// Why `state` and `eval_batch` cannot work, naming the key.
+    fn check_state(&self) -> Result<(), NnError> {
+        match (self.state, self.eval_batch) {
+            (LstmState::Zero, Some(_)) => Err(config::invalid(
+                "eval_batch",
+                "only `state = \"carried\"` evaluates in batches",
+            )),
+            (LstmState::Carried, Some(0)) => {
+                Err(config::invalid("eval_batch", "must be at least 1, got 0"))
+            }
+            (LstmState::Carried, _) if !config::native(self.backend) => Err(config::invalid(
+                "state",
+                "only the native char-LSTM (`backend = \"native\"`) carries its state",
+            )),
+            _ => Ok(()),
+        }
     }
 }
 

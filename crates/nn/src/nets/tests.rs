@@ -5,7 +5,9 @@
 
 use fedcluster_core::ImageShape;
 use fedcluster_core::train::minibatch::flat_steps;
-use fedcluster_core::train::{Augmentation, MinibatchOptimizer, MinibatchSpec, OptimizerState};
+use fedcluster_core::train::{
+    Augmentation, Jitter, MinibatchOptimizer, MinibatchSpec, OptimizerState,
+};
 use fedcluster_core::{Batch, Model, Purpose, Targets, Workspace, stream};
 use rand::Rng as _;
 
@@ -228,6 +230,7 @@ fn device_training_follows_the_flat_loop() {
         shape,
         crop_padding: 1,
         flip: true,
+        jitter: Jitter::default(),
     });
     let net = Cnn {
         image: shape,

@@ -25,8 +25,10 @@ use serde::{Deserialize, Serialize};
 
 use fedcluster_sim::record::RoundRecord;
 
+pub mod best;
 pub mod curves;
 pub mod target;
+use best::{Better, best_round};
 pub use curves::{CURVES_FILE, curves_svg};
 pub use target::{DirLock, RUN_FILES, check_target, normalise, sibling};
 
@@ -56,6 +58,12 @@ pub struct Final {
     pub clusters_found: Option<usize>,
     /// Misclustering with each found cluster labelled by its majority true cluster.
     pub majority_misclustering: Option<f64>,
+    /// Adjusted Rand index of the clustering against the truth.
+    #[serde(default)]
+    pub ari: Option<f64>,
+    /// Normalised mutual information of the clustering against the truth.
+    #[serde(default)]
+    pub nmi: Option<f64>,
 }
 
 /// Final metrics of one replica.
@@ -105,6 +113,19 @@ pub struct Summary {
     /// Final metrics of the selected replica.
     #[serde(rename = "final")]
     pub final_: Final,
+    /// The selected replica's highest test accuracy over the rounds
+    /// evaluated (`null` where none was).
+    #[serde(default)]
+    pub best_test_accuracy: Option<f64>,
+    /// The round (from 0) where `best_test_accuracy` was first reached.
+    #[serde(default)]
+    pub best_test_accuracy_round: Option<usize>,
+    /// The selected replica's lowest test loss over the rounds evaluated.
+    #[serde(default)]
+    pub best_test_loss: Option<f64>,
+    /// The round (from 0) where `best_test_loss` was first reached.
+    #[serde(default)]
+    pub best_test_loss_round: Option<usize>,
     /// Final metrics of every replica.
     pub replicas: Vec<ReplicaSummary>,
     /// The metrics the data set cannot give (left empty in `metrics.csv`),
@@ -123,6 +144,12 @@ impl Summary {
             .collect();
         let last = selected.last();
         let rounds = selected.len();
+        let best_accuracy = best_round(
+            selected.iter().copied(),
+            |r| r.test_accuracy,
+            Better::Higher,
+        );
+        let best_loss = best_round(selected.iter().copied(), |r| r.test_loss, Better::Lower);
         Self {
             algorithm: config.algorithm.name().to_string(),
             name: config.name.clone(),
@@ -144,7 +171,13 @@ impl Summary {
                 test_misclustering: last.and_then(|r| r.test_misclustering),
                 clusters_found: last.and_then(|r| r.clusters_found),
                 majority_misclustering: last.and_then(|r| r.majority_misclustering),
+                ari: last.and_then(|r| r.ari),
+                nmi: last.and_then(|r| r.nmi),
             },
+            best_test_accuracy: best_accuracy.map(|b| b.value),
+            best_test_accuracy_round: best_accuracy.map(|b| b.round),
+            best_test_loss: best_loss.map(|b| b.value),
+            best_test_loss_round: best_loss.map(|b| b.round),
             replicas: outcome
                 .final_records()
                 .into_iter()
@@ -174,14 +207,14 @@ pub fn metrics_csv<'a>(
     if with_replica {
         out.push_str("replica,");
     }
-    out.push_str("round,train_loss,param_error,misclustering,majority_misclustering,clusters_found,test_loss,test_accuracy,test_misclustering,round_misclustering,participants,bytes_down,bytes_up,diverged\n");
+    out.push_str("round,train_loss,param_error,misclustering,majority_misclustering,clusters_found,test_loss,test_accuracy,test_misclustering,round_misclustering,ari,nmi,participants,bytes_down,bytes_up,diverged\n");
     for r in records {
         if with_replica {
             let _ = write!(out, "{},", r.replica);
         }
         let _ = writeln!(
             out,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             r.round,
             opt(r.train_loss),
             opt(r.param_error),
@@ -192,6 +225,8 @@ pub fn metrics_csv<'a>(
             opt(r.test_accuracy),
             opt(r.test_misclustering),
             opt(r.round_misclustering),
+            opt(r.ari),
+            opt(r.nmi),
             r.participants,
             r.bytes_down,
             r.bytes_up,

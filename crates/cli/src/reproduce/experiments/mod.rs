@@ -2,10 +2,15 @@
 //! built from its options: settings, methods (config files under `configs/`
 //! with overrides) and the paper's numbers.
 
+pub mod cflmgd_rotated_cifar;
+pub mod ifca_femnist;
+pub mod ifca_rotated_cifar;
 pub mod ifca_success;
 pub mod mixed_regression;
 pub mod mixed_regression_mnist;
 pub mod rotated_mnist;
+pub mod srfca_cifar;
+pub mod srfca_femnist;
 pub mod srfca_mnist;
 pub mod srfca_shakespeare;
 

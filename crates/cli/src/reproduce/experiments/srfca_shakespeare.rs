@@ -107,6 +107,12 @@ pub fn experiment(p: &Protocol) -> Experiment {
         )
         .with_overrides(&["algorithm.weighting=\"uniform\""]),
         Method::new(
+            "global-carried",
+            "Global, LSTM state carried across minibatches (as the public code)",
+            GLOBAL,
+        )
+        .with_overrides(&["model.state=\"carried\""]),
+        Method::new(
             "global-chained",
             "Global, clients in sequence and unweighted (emulating the public code)",
             GLOBAL,

@@ -2,7 +2,9 @@
 //! methods x seeds with one progress display, saves every finished run as it
 //! completes, resumes (a re-run with the same `--out` runs only what is
 //! missing), and writes `results.csv`, `curves.csv`, the plots and `report.md`
-//! from every finished run found in the output directory.
+//! from every finished run found in the output directory. An experiment on
+//! data that is commonly absent reports "not run: data absent here" instead
+//! ([`absent_data`], [`report_not_run`]).
 
 mod claim;
 mod claims;
@@ -253,7 +255,43 @@ pub fn run(exp: &Experiment, o: &RunOptions) -> Result<String> {
     // last report written counts every run saved before it.
     let _lock = lock_reports(&o.out)?;
     let finished = grid.finished(&o.out)?;
-    report::write(exp, &o.out, &finished)
+    report::write(exp, &o.out, &finished, None)
+}
+
+/// Why `exp` cannot start here, when it reports absent data
+/// ([`Experiment::report_absent_data`]), `o.out` holds no finished run and a
+/// selected cell's data directory is absent or empty: the data set's
+/// missing-data line (the directory, every way to give it, the fetch that
+/// downloads it). `None` otherwise, and the grid runs (a directory that holds
+/// some files but not all is the data set's own error, naming the file).
+pub fn absent_data(exp: &Experiment, o: &RunOptions) -> Result<Option<String>> {
+    if !exp.report_absent_data || !exp.saved_cells(&o.out)?.is_empty() {
+        return Ok(None);
+    }
+    let root = fedcluster_run::config::data_root();
+    for cell in exp.cells(o)? {
+        let mut data = exp.config(&cell, &[], 0)?.data;
+        let Some(files) = data.files() else {
+            continue;
+        };
+        let Some(dir) = data.resolve_data_dir(&root) else {
+            continue;
+        };
+        let empty = std::fs::read_dir(dir).map_or(true, |mut d| d.next().is_none());
+        if empty {
+            let what = format!("no data in {}", dir.display());
+            return Ok(Some(files.missing(&what, None)));
+        }
+    }
+    Ok(None)
+}
+
+/// Writes `exp`'s report with no run, every verdict "not run: data absent
+/// here" with `why` ([`absent_data`]); returns the tables (the paper's
+/// numbers beside none of ours).
+pub fn report_not_run(exp: &Experiment, o: &RunOptions, why: &str) -> Result<String> {
+    let _lock = lock_reports(&o.out)?;
+    report::write(exp, &o.out, &[], Some(why))
 }
 
 /// Holds `out/.report.lock` until dropped: one process at a time reads the

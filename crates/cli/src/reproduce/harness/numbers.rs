@@ -15,7 +15,7 @@ pub(super) fn digits(metric: Metric) -> usize {
             Field::ClustersFound => 1,
             _ => 2,
         },
-        Metric::IfcaSuccess { .. } | Metric::MsPerRound { .. } => 2,
+        Metric::IfcaSuccess { .. } | Metric::MsPerRound { .. } | Metric::BestTestAccuracy => 2,
         Metric::Seconds | Metric::SettledAt(_) => 1,
     }
 }

@@ -17,7 +17,14 @@ use crate::table::render;
 use fedcluster_run::whole_file::write_whole;
 
 /// Writes every output file into `out`; returns the tables as printed.
-pub fn write(exp: &Experiment, out: &Path, runs: &[(Cell, Finished)]) -> Result<String> {
+/// With `not_run` (why no run could start: the data is absent), every
+/// table's verdict says so instead.
+pub fn write(
+    exp: &Experiment,
+    out: &Path,
+    runs: &[(Cell, Finished)],
+    not_run: Option<&str>,
+) -> Result<String> {
     std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
     let key = |c: &Cell| RunKey {
         setting: exp.settings[c.setting].key.clone(),
@@ -53,9 +60,12 @@ pub fn write(exp: &Experiment, out: &Path, runs: &[(Cell, Finished)]) -> Result<
             let (claim, column) = (table.claim?, table.columns.first()?);
             claim.verdict(exp, column, |s, m| cells.stat(s, m, column.metric).values)
         };
-        let verdict = verdict
-            .or_else(claimed)
-            .unwrap_or_else(|| format!("not comparable: {why}"));
+        let verdict = match not_run {
+            Some(absent) => format!("not run: data absent here ({absent})"),
+            None => verdict
+                .or_else(claimed)
+                .unwrap_or_else(|| format!("not comparable: {why}")),
+        };
         let _ = writeln!(verdicts, "- **{}**: {verdict}", table.title);
         let _ = write!(tables, "## {}\n\n{text}\n", table.title);
     }
@@ -95,7 +105,8 @@ pub fn write(exp: &Experiment, out: &Path, runs: &[(Cell, Finished)]) -> Result<
         protocol = exp.protocol,
         seeds = seed_range(&cells.seed_counts()),
         runs = runs.len(),
-        hours = run_seconds / 3600.0,
+        // `+ 0.0`: an empty sum is -0.0, which would print as "-0.00".
+        hours = run_seconds / 3600.0 + 0.0,
         files = files.join(", "),
     );
     let path = out.join("report.md");

@@ -51,6 +51,12 @@ pub struct Experiment {
     /// accuracies, the lowest for errors, losses and costs:
     /// [`Metric::higher_is_better`]).
     pub tune_by: Option<Metric>,
+    /// Whether a data set that is not there (its directory absent or empty)
+    /// and no finished run in the output directory give a report whose every
+    /// verdict is "not run: data absent here", with the way to get the data,
+    /// and a clean exit ([`super::absent_data`]), instead of the missing-data
+    /// error: for the experiments on data this workspace does not hold.
+    pub report_absent_data: bool,
 }
 
 /// One column of the grid.
@@ -410,6 +416,10 @@ pub enum Metric {
     /// round of the run, e.g. every client in its cluster for good (`None`
     /// when the last round's value is not 0).
     SettledAt(Field),
+    /// The highest test accuracy (%) over the rounds evaluated, from
+    /// `summary.json`'s `best_test_accuracy` (every round counts, even where
+    /// `metrics.csv` keeps the last round only).
+    BestTestAccuracy,
 }
 
 impl Metric {
@@ -421,7 +431,7 @@ impl Metric {
             | Metric::AtRound(f, _)
             | Metric::BestReplica(f)
             | Metric::MeanOverLast(f, _) => f.higher_is_better(),
-            Metric::IfcaSuccess { .. } => true,
+            Metric::IfcaSuccess { .. } | Metric::BestTestAccuracy => true,
             Metric::MsPerRound { .. } | Metric::Seconds | Metric::SettledAt(_) => false,
         }
     }

@@ -250,6 +250,10 @@ impl Finished {
                 (!tail.is_empty()).then(|| 1e3 * seconds / tail.len() as f64)
             }
             Metric::Seconds => self.summary.as_ref().map(|s| s.wall_seconds),
+            Metric::BestTestAccuracy => {
+                let best = self.summary.as_ref()?.best_test_accuracy?;
+                Some(100.0 * best)
+            }
             Metric::SettledAt(field) => {
                 let unsettled = |r: &RoundRecord| field.of(r).is_none_or(|v| v != 0.0);
                 let last = self.records.last()?;

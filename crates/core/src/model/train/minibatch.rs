@@ -6,7 +6,8 @@
 //! stream, in minibatches of `batch_size` (the last one may be smaller); the
 //! minibatch rows are gathered into scratch buffers so that the model sees an
 //! ordinary contiguous [`Batch`]. With an [`Augmentation`], each gathered image
-//! then gets a crop offset and a flip drawn from the same stream, in row order.
+//! then gets a crop offset and a flip, and its jitter (brightness, contrast,
+//! Cutout) when configured, drawn from the same stream, in row order.
 //! A model that trains on its own device ([`Model::train_minibatch`]) follows
 //! the same order and draws.
 
@@ -67,7 +68,9 @@ pub fn next_rows<'o>(
 }
 
 /// Appends the features of `rows` of `batch` to `x`, each image augmented with
-/// its own draw from `rng` (in row order) when there is an augmentation.
+/// its own draws from `rng` (in row order) when there is an augmentation: its
+/// crop offset and flip ([`augmentation_draw`]), then its jitter
+/// ([`Augmentation::jitter_draw`]) when the augmentation has any.
 pub fn gather_features(
     batch: Batch<'_>,
     rows: &[usize],
@@ -85,6 +88,10 @@ pub fn gather_features(
                 let at = x.len();
                 x.resize(at + d, 0.0);
                 aug.apply(src, &mut x[at..], dy, dx, flip);
+                if aug.jitters() {
+                    let draw = aug.jitter_draw(rng);
+                    aug.jitter_in_place(&mut x[at..], draw);
+                }
             }
         }
     }

@@ -9,14 +9,23 @@
 //!   minibatches, with image augmentation: the flat loop over
 //!   [`Model::loss_grad`], or the model's own ([`Model::train_minibatch`]).
 //! - [`prox`]: the FedProx local problem, solved to a tolerance.
+//! - [`augment`]: image augmentation ([`Augmentation`]: crop, flip, and the
+//!   [`Jitter`] of brightness, contrast and Cutout) and the CIFAR-10 recipes'
+//!   deterministic image ops (crop to size, per-image standardisation,
+//!   normalisation).
+//! - [`decay`]: weight decay on the tensors named (IFCA's L2 on its hidden
+//!   layers).
+//! - [`schedule`]: step-size schedules by step (the SR-FCA code's triangular
+//!   one).
+//! - [`smoothing`]: cross-entropy against label-smoothed targets, with its
+//!   gradient.
 //! - [`weighted`]: training on a per-sample weighted loss `(1/n) Σ w_i ℓ_i`
 //!   (FedEM's and FedRC's components): full-batch, or on minibatches drawn in
 //!   proportion to the weights.
 //!
 //! This file holds what a minibatch training is: the optimizer with its
 //! hyperparameters ([`MinibatchSpec`]), its state kept by the client between
-//! rounds ([`OptimizerState`]), a proximal pull ([`Pull`]) and image
-//! augmentation ([`Augmentation`]). Configs name an optimizer in
+//! rounds ([`OptimizerState`]) and a proximal pull ([`Pull`]). Configs name an optimizer in
 //! `fedcluster_algorithms::common::trainer`, which maps them onto this module.
 //!
 //! Divergence is the caller's to detect and handle: the loops never panic on
@@ -33,12 +42,16 @@
 //! [`Model::loss_grad`]: crate::Model::loss_grad
 //! [`Model::train_minibatch`]: crate::Model::train_minibatch
 
+pub mod augment;
+pub mod decay;
 pub mod full_batch;
 pub mod minibatch;
 pub mod prox;
+pub mod schedule;
+pub mod smoothing;
 pub mod weighted;
 
-use crate::input::ImageShape;
+pub use augment::{Augmentation, Jitter};
 
 /// A minibatch optimizer and its hyperparameters.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -123,72 +136,9 @@ impl OptimizerState {
     }
 }
 
-/// Training-time augmentation of images (the CIFAR protocols' "standard data
-/// augmentation"): each minibatch image is shifted by a random offset in
-/// `[−crop_padding, crop_padding]²` (a random crop of the zero-padded image) and
-/// flipped left-right with probability ½, drawn from the client's stream.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Augmentation {
-    /// The images' shape.
-    pub shape: ImageShape,
-    /// Padding of the random crop (4 for CIFAR); 0 turns cropping off.
-    pub crop_padding: usize,
-    /// Random horizontal flips.
-    pub flip: bool,
-}
-
-impl Augmentation {
-    /// Augments one channels-last image `src` into `dst` with the crop offset
-    /// `(dy, dx)` and `flip`.
-    pub fn apply(&self, src: &[f32], dst: &mut [f32], dy: isize, dx: isize, flip: bool) {
-        let ImageShape {
-            height,
-            width,
-            channels: c,
-        } = self.shape;
-        for y in 0..height {
-            let sy = y as isize + dy;
-            for x in 0..width {
-                let ox = if flip { width - 1 - x } else { x };
-                let sx = ox as isize + dx;
-                let out = &mut dst[(y * width + x) * c..(y * width + x + 1) * c];
-                if sy < 0 || sx < 0 || sy >= height as isize || sx >= width as isize {
-                    out.fill(0.0);
-                } else {
-                    let at = (sy as usize * width + sx as usize) * c;
-                    out.copy_from_slice(&src[at..at + c]);
-                }
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_shift_moves_pixels_and_pads_with_zeros_and_a_flip_mirrors() {
-        let aug = Augmentation {
-            shape: ImageShape {
-                height: 2,
-                width: 3,
-                channels: 1,
-            },
-            crop_padding: 1,
-            flip: true,
-        };
-        let src = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0];
-        let mut dst = [0.0; 6];
-        aug.apply(&src, &mut dst, 0, 0, false);
-        assert_eq!(dst, src);
-        aug.apply(&src, &mut dst, 0, 1, false);
-        assert_eq!(dst, [2.0, 3.0, 0.0, 5.0, 6.0, 0.0]);
-        aug.apply(&src, &mut dst, -1, 0, false);
-        assert_eq!(dst, [0.0, 0.0, 0.0, 1.0, 2.0, 3.0]);
-        aug.apply(&src, &mut dst, 0, 0, true);
-        assert_eq!(dst, [3.0, 2.0, 1.0, 6.0, 5.0, 4.0]);
-    }
 
     #[test]
     fn the_state_is_sized_for_the_optimizer() {

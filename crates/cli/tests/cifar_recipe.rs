@@ -1,0 +1,80 @@
+//! The CIFAR-10 recipes' augmentation end to end (docs/configs.md, "CIFAR-10
+//! recipes"): SR-FCA's flip, 2-pixel translation and Cutout, and IFCA's
+//! brightness and contrast jitter, through `[model] augment` on the native
+//! ResNet9 (its own training loop) and the native CNN (the flat loop):
+//! bit-identical with 1 and 2 threads, different from the crop and flip alone,
+//! and bad values refused with the key named.
+
+mod common;
+use common::check;
+use fedcluster_run::config::RunConfig;
+use fedcluster_run::rundir::metrics_csv;
+
+fn config(model: &str, augment: &str) -> String {
+    format!(
+        r#"
+seed = 7
+rounds = 2
+[data]
+kind = "synthetic-images"
+clients = 4
+points_per_client = 8
+test_points_per_client = 4
+clusters = 2
+classes = 3
+height = 8
+width = 8
+channels = 3
+[model]
+{model}
+augment = {{ {augment} }}
+[algorithm]
+name = "ifca"
+clusters = 2
+aggregation = "model"
+lr = 0.05
+local_steps = 2
+optimizer = {{ kind = "sgd", batch_size = 4, momentum = 0.9, weight_decay = 0.0005, lr_decay = 0.99 }}
+"#
+    )
+}
+
+fn metrics(config: &str, threads: usize) -> String {
+    let o = check(config, &[&format!("threads={threads}")]);
+    let last = o.final_record().expect("a round");
+    assert!(last.train_loss.is_some_and(f64::is_finite), "{config}");
+    metrics_csv(&o.records, true)
+}
+
+#[test]
+fn the_recipes_jitter_is_thread_count_independent_and_takes_effect() {
+    let models = [
+        "kind = \"resnet9\"\nwidth = 2",
+        "kind = \"cnn\"\nchannels = 3\nkernel = 3\npadding = 1\nconv1 = 2\nconv2 = 2\nhidden = 4",
+    ];
+    let recipes = [
+        "crop_padding = 2, flip = true, cutout = 3",
+        "flip = true, brightness = 0.247, contrast = [0.2, 1.8]",
+    ];
+    for model in models {
+        let plain = metrics(&config(model, "crop_padding = 2, flip = true"), 1);
+        for recipe in recipes {
+            let text = config(model, recipe);
+            let one = metrics(&text, 1);
+            assert_eq!(one, metrics(&text, 2), "{model} with {recipe}");
+            assert_ne!(one, plain, "{model}: {recipe} changed nothing");
+        }
+    }
+}
+
+#[test]
+fn bad_jitter_values_are_refused_with_the_key_named() {
+    for (augment, key) in [
+        ("brightness = -1.0", "augment.brightness"),
+        ("contrast = [2.0, 1.0]", "augment.contrast"),
+    ] {
+        let text = config("kind = \"resnet9\"\nwidth = 2", augment);
+        let e = format!("{:#}", RunConfig::parse(&text, &[], "cfg").unwrap_err());
+        assert!(e.contains(key), "{augment}: {e}");
+    }
+}
