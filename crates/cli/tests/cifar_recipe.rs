@@ -3,14 +3,22 @@
 //! brightness and contrast jitter, through `[model] augment` on the native
 //! ResNet9 (its own training loop) and the native CNN (the flat loop):
 //! bit-identical with 1 and 2 threads, different from the crop and flip alone,
-//! and bad values refused with the key named.
+//! and bad values refused with the key named; and the optimizer's recipe keys
+//! (SR-FCA's triangular `schedule`, IFCA's `decay_layers`) likewise.
 
 mod common;
 use common::check;
 use fedcluster_run::config::RunConfig;
 use fedcluster_run::rundir::metrics_csv;
 
+const SGD: &str =
+    r#"{ kind = "sgd", batch_size = 4, momentum = 0.9, weight_decay = 0.0005, lr_decay = 0.99 }"#;
+
 fn config(model: &str, augment: &str) -> String {
+    config_with(model, augment, 2, SGD)
+}
+
+fn config_with(model: &str, augment: &str, local_steps: usize, optimizer: &str) -> String {
     format!(
         r#"
 seed = 7
@@ -33,8 +41,8 @@ name = "ifca"
 clusters = 2
 aggregation = "model"
 lr = 0.05
-local_steps = 2
-optimizer = {{ kind = "sgd", batch_size = 4, momentum = 0.9, weight_decay = 0.0005, lr_decay = 0.99 }}
+local_steps = {local_steps}
+optimizer = {optimizer}
 "#
     )
 }
@@ -48,10 +56,7 @@ fn metrics(config: &str, threads: usize) -> String {
 
 #[test]
 fn the_recipes_jitter_is_thread_count_independent_and_takes_effect() {
-    let models = [
-        "kind = \"resnet9\"\nwidth = 2",
-        "kind = \"cnn\"\nchannels = 3\nkernel = 3\npadding = 1\nconv1 = 2\nconv2 = 2\nhidden = 4",
-    ];
+    let models = [RESNET9, CNN];
     let recipes = [
         "crop_padding = 2, flip = true, cutout = 3",
         "flip = true, brightness = 0.247, contrast = [0.2, 1.8]",
@@ -77,4 +82,58 @@ fn bad_jitter_values_are_refused_with_the_key_named() {
         let e = format!("{:#}", RunConfig::parse(&text, &[], "cfg").unwrap_err());
         assert!(e.contains(key), "{augment}: {e}");
     }
+}
+
+const RESNET9: &str = "kind = \"resnet9\"\nwidth = 2";
+const CNN: &str =
+    "kind = \"cnn\"\nchannels = 3\nkernel = 3\npadding = 1\nconv1 = 2\nconv2 = 2\nhidden = 4";
+const FLIP: &str = "crop_padding = 2, flip = true";
+
+/// SGD with a fresh state at each local training, plus `extra` keys.
+fn sgd(extra: &str) -> String {
+    format!(
+        r#"{{ kind = "sgd", batch_size = 4, momentum = 0.9, weight_decay = 0.05, keep_state = false{extra} }}"#
+    )
+}
+
+#[test]
+fn the_schedule_and_layer_decay_are_thread_count_independent_and_take_effect() {
+    // 8 points in batches of 4: an epoch is 2 steps, so 6 local steps warm up
+    // over 2 and decay to 0 at 6.
+    let schedule = r#", schedule = { kind = "triangular", warmup_epochs = 1 }"#;
+    for (model, layer) in [(RESNET9, "linear.weight"), (CNN, "fc1.weight")] {
+        let plain = metrics(&config_with(model, FLIP, 6, &sgd("")), 1);
+        let layers = format!(r#", decay_layers = ["{layer}"]"#);
+        for extra in [
+            schedule.to_string(),
+            layers.clone(),
+            format!("{schedule}{layers}"),
+        ] {
+            let text = config_with(model, FLIP, 6, &sgd(&extra));
+            let one = metrics(&text, 1);
+            assert_eq!(one, metrics(&text, 2), "{model} with {extra}");
+            assert_ne!(one, plain, "{model}: {extra} changed nothing");
+        }
+    }
+}
+
+#[test]
+fn bad_recipe_keys_are_refused_with_the_key_named() {
+    let kept = r#"{ kind = "sgd", batch_size = 4, schedule = { kind = "triangular", warmup_epochs = 1 } }"#;
+    let text = config_with(CNN, FLIP, 6, kept);
+    let e = format!("{:#}", RunConfig::parse(&text, &[], "cfg").unwrap_err());
+    assert!(
+        e.contains("optimizer.schedule") && e.contains("keep_state"),
+        "{e}"
+    );
+    let text = config_with(CNN, FLIP, 6, &sgd(r#", decay_layers = ["fc3.weight"]"#));
+    let config = RunConfig::parse(&text, &[], "cfg").expect("parses");
+    let data = fedcluster_run::experiment::build_data(&config).expect("data");
+    let e = fedcluster_run::experiment::execute(&config, &data.view(), &mut |_| {}).unwrap_err();
+    let e = format!("{e:#}");
+    assert!(e.contains("algorithm.optimizer.decay_layers"), "{e}");
+    assert!(
+        e.contains("fc3.weight") && e.contains("fc1.weight, fc1.bias"),
+        "{e}"
+    );
 }

@@ -229,6 +229,8 @@ fn adam(lr: f32, batch_size: usize, pull: Option<Pull<'_>>) -> MinibatchSpec<'_>
         lr,
         batch_size,
         pull,
+        schedule: None,
+        decay: None,
     }
 }
 
@@ -242,6 +244,8 @@ fn sgd(lr: f32, batch_size: usize, momentum: f32, weight_decay: f32) -> Minibatc
         lr,
         batch_size,
         pull: None,
+        schedule: None,
+        decay: None,
     }
 }
 

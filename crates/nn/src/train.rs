@@ -117,6 +117,23 @@ fn finish<B: Backend>(p: Params<B>, params: &mut [f32], first: f64) -> f64 {
     first
 }
 
+/// The layer decay's weight on each tensor of `layout` (0 where the spec
+/// decays none of its coordinates; a decayed range is a whole tensor).
+fn tensor_decay(layout: &[ParamSpec], spec: &MinibatchSpec<'_>) -> Vec<f32> {
+    let mut at = 0;
+    layout
+        .iter()
+        .map(|t| {
+            let range = at..at + t.len();
+            at = range.end;
+            match spec.decay {
+                Some(d) if d.ranges.contains(&range) => d.weight,
+                _ => 0.0,
+            }
+        })
+        .collect()
+}
+
 /// The optimizer's state tensors, laid out like the parameters.
 fn state_tensors<B: Backend>(
     layout: &[ParamSpec],
@@ -154,6 +171,7 @@ pub fn minibatch<A: Architecture, B: AutodiffBackend>(
         .pull
         .map(|pull| Params::<B::InnerBackend>::load(layout, pull.centre, dev));
     let augmentation = model.augmentation_of();
+    let decay_of = tensor_decay(layout, spec);
     let size = spec.batch_size.clamp(1, n);
     let mut order: Vec<usize> = (0..n).collect();
     let (mut cursor, mut first) = (n, f64::NAN);
@@ -167,10 +185,14 @@ pub fn minibatch<A: Architecture, B: AutodiffBackend>(
         let (x, t) = model.tensors::<B>(&xs, &ys, dev);
         state.t += 1;
         let tstep = state.t as i32;
+        let lr = spec.lr_at_step(state.t);
         let (m1, m2, c) = (&mut first_moment, &mut second_moment, &centre);
         let (loss, next) = step(model, p.clone_params(), x, t, &mut |i, w, mut g| {
             if let (Some(pull), Some(c)) = (spec.pull, c) {
                 g = g + (w.clone() - c.tensors[i].clone()) * pull.mu;
+            }
+            if decay_of[i] != 0.0 {
+                g = g + w.clone() * decay_of[i];
             }
             match spec.optimizer {
                 MinibatchOptimizer::Adam => {
@@ -184,7 +206,7 @@ pub fn minibatch<A: Architecture, B: AutodiffBackend>(
                         v.tensors[i].clone() * ADAM_BETA2 + g.clone() * (1.0 - ADAM_BETA2) * g;
                     let m_hat = m.tensors[i].clone() / c1;
                     let v_hat = v.tensors[i].clone() / c2;
-                    w - m_hat * spec.lr / (v_hat.sqrt() + ADAM_EPS)
+                    w - m_hat * lr / (v_hat.sqrt() + ADAM_EPS)
                 }
                 MinibatchOptimizer::Sgd {
                     momentum,
@@ -193,7 +215,7 @@ pub fn minibatch<A: Architecture, B: AutodiffBackend>(
                     let u = m1.as_mut().expect("sized");
                     let g = g + w.clone() * weight_decay;
                     u.tensors[i] = u.tensors[i].clone() * momentum + g;
-                    w - u.tensors[i].clone() * spec.lr
+                    w - u.tensors[i].clone() * lr
                 }
             }
         });

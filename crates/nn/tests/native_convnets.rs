@@ -129,6 +129,8 @@ fn same_training(native: &dyn Model, burn: &dyn Model, n: usize, seed: u64) {
             lr: 0.02,
             batch_size: 8,
             pull: None,
+            schedule: None,
+            decay: None,
         };
         // The model's own loop where it has one, else the flat loop.
         let run = |m: &dyn Model| {
@@ -235,6 +237,8 @@ fn native_training_is_bit_identical_on_one_and_two_threads() {
             lr: 0.02,
             batch_size: 4,
             pull: None,
+            schedule: None,
+            decay: None,
         };
         let train = |client: u64| {
             let (x, y) = data(10, d, 3, 20 + client);

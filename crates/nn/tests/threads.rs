@@ -57,6 +57,8 @@ fn train(model: &dyn Model, clients: &[Client], start: &[f32], threads: usize) -
         lr: 0.05,
         batch_size: 4,
         pull: None,
+        schedule: None,
+        decay: None,
     };
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)

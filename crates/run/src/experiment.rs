@@ -207,6 +207,8 @@ pub fn execute_controlled(
 ) -> Result<Outcome> {
     let sizes = client_sizes(data);
     let initial = initial_models(config, model)?;
+    fedcluster_algorithms::common::recipe::check_layer_names(&config.algorithm, model)
+        .map_err(algorithm_field)?;
     let run = InProcessRun {
         driver: Driver::new(config, data, model)?,
         setup: setup(config, data, model, &sizes, initial.as_deref()),

@@ -149,6 +149,8 @@ fn sgd(batch_size: usize, lr_decay: f32) -> Optimizer {
         momentum: 0.0,
         weight_decay: 0.0,
         lr_decay,
+        schedule: None,
+        decay_layers: None,
     }
 }
 

@@ -13,5 +13,6 @@ pub mod kmeans;
 pub mod messages;
 pub mod mixture;
 pub mod optimizer;
+pub mod recipe;
 pub mod sampling;
 pub mod trainer;

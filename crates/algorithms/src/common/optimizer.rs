@@ -1,14 +1,19 @@
 //! The local optimizer as configs name it: full-batch gradient descent, SGD
 //! or Adam on minibatches, each with its keys (`lr_decay`, `keep_state`,
-//! `batch_size`, momentum, weight decay), its validation, and the
+//! `batch_size`, momentum, weight decay, and the recipe keys `schedule` and
+//! `decay_layers` of [`super::recipe`]), its validation, and the
 //! [`MinibatchSpec`](fedcluster_core::train::MinibatchSpec) optimizer it maps
 //! to. [`super::trainer::LocalTrainer`] runs it.
 
 use serde::{Deserialize, Serialize};
 
-use fedcluster_core::train::MinibatchOptimizer;
+use std::ops::Range;
+
+use fedcluster_core::Model;
+use fedcluster_core::train::{MinibatchOptimizer, Triangular};
 
 use super::checked::{FieldError, at_least_one};
+use super::recipe::{LayerNames, Schedule};
 
 /// The local optimizer, as written in configs. Each takes `lr_decay`: round
 /// `t` (from 0) trains with `lr · lr_decay^t`.
@@ -39,6 +44,12 @@ pub enum Optimizer {
         /// Per-round step-size decay.
         #[serde(default = "one", skip_serializing_if = "is_one")]
         lr_decay: f32,
+        /// The step size's schedule within a local training.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        schedule: Option<Schedule>,
+        /// The tensors `weight_decay` applies to (all of them when absent).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        decay_layers: Option<LayerNames>,
     },
     /// Adam (PyTorch's β and ε) on shuffled minibatches of `batch_size`; its
     /// moments and step count are kept by the client unless `keep_state = false`.
@@ -51,6 +62,9 @@ pub enum Optimizer {
         /// Per-round step-size decay.
         #[serde(default = "one", skip_serializing_if = "is_one")]
         lr_decay: f32,
+        /// The step size's schedule within a local training.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        schedule: Option<Schedule>,
     },
 }
 
@@ -117,9 +131,11 @@ impl Optimizer {
             Optimizer::Adam {
                 batch_size,
                 lr_decay,
-                ..
+                keep_state,
+                schedule,
             } => {
                 at_least_one(&format!("{field}.batch_size"), batch_size)?;
+                check_schedule(field, schedule, keep_state)?;
                 decay(lr_decay)
             }
             Optimizer::Sgd {
@@ -127,9 +143,18 @@ impl Optimizer {
                 momentum,
                 weight_decay,
                 lr_decay,
-                ..
+                keep_state,
+                schedule,
+                decay_layers,
             } => {
                 at_least_one(&format!("{field}.batch_size"), batch_size)?;
+                check_schedule(field, schedule, keep_state)?;
+                if decay_layers.is_some() && weight_decay == 0.0 {
+                    return Err(FieldError::new(
+                        format!("{field}.decay_layers"),
+                        "names the tensors `weight_decay` applies to, but `weight_decay` is 0",
+                    ));
+                }
                 if !(0.0..1.0).contains(&momentum) {
                     return Err(FieldError::new(
                         format!("{field}.momentum"),
@@ -156,6 +181,44 @@ impl Optimizer {
     }
 
     /// The minibatch optimizer and batch size (`None` for full-batch GD).
+    /// The schedule within a local training of `steps` minibatches on
+    /// `points` points, if the optimizer has one.
+    pub(super) fn schedule(&self, points: usize, steps: usize) -> Option<Triangular> {
+        match *self {
+            Optimizer::Gd { .. } => None,
+            Optimizer::Sgd {
+                schedule,
+                batch_size,
+                ..
+            }
+            | Optimizer::Adam {
+                schedule,
+                batch_size,
+                ..
+            } => schedule.and_then(|s| s.resolve(points, batch_size, steps)),
+        }
+    }
+
+    /// The decayed tensors' ranges in `model` and the decay's weight, when
+    /// the weight decay is restricted to chosen tensors; an unknown name is
+    /// an error at `optimizer.decay_layers`.
+    pub(super) fn layer_decay(
+        &self,
+        model: &dyn Model,
+    ) -> Result<Option<DecayedTensors>, FieldError> {
+        match *self {
+            Optimizer::Sgd {
+                decay_layers: Some(names),
+                weight_decay,
+                ..
+            } => Ok(Some((
+                names.ranges("optimizer.decay_layers", model)?,
+                weight_decay,
+            ))),
+            _ => Ok(None),
+        }
+    }
+
     pub(super) fn minibatch(&self) -> Option<(MinibatchOptimizer, usize)> {
         match *self {
             Optimizer::Gd { .. } => None,
@@ -164,14 +227,39 @@ impl Optimizer {
                 batch_size,
                 momentum,
                 weight_decay,
+                decay_layers,
                 ..
             } => Some((
                 MinibatchOptimizer::Sgd {
                     momentum,
-                    weight_decay,
+                    // restricted to chosen tensors: `layer_decay` carries it
+                    weight_decay: if decay_layers.is_some() {
+                        0.0
+                    } else {
+                        weight_decay
+                    },
                 },
                 batch_size,
             )),
         }
     }
+}
+
+/// The coordinate ranges of the decayed tensors and the decay's weight.
+pub(super) type DecayedTensors = (Vec<Range<usize>>, f32);
+
+/// A schedule counts steps from when the optimizer's state starts, so it
+/// needs the state restarted at every local training.
+fn check_schedule(
+    field: &str,
+    schedule: Option<Schedule>,
+    keep_state: bool,
+) -> Result<(), FieldError> {
+    if schedule.is_some() && keep_state {
+        return Err(FieldError::new(
+            format!("{field}.schedule"),
+            "counts the steps of each local training: it needs `keep_state = false`",
+        ));
+    }
+    Ok(())
 }

@@ -9,15 +9,17 @@
 //! (`keep_state = false`: the SR-FCA paper's public code builds a new torch
 //! optimizer at every call); any of them optionally with a proximal pull
 //! towards a centre (FedSoft), or on a per-sample weighted loss (FedEM,
-//! FedRC: `train_weighted`), and with a per-round step-size decay. The
-//! trainer adds no loop of its own.
+//! FedRC: `train_weighted`), and with a per-round step-size decay, a
+//! schedule within each local training and weight decay on chosen tensors
+//! ([`super::recipe`]). The trainer adds no loop of its own.
 
 use fedcluster_core::ClientEnv;
 use fedcluster_core::train::full_batch::pulled_descent;
 use fedcluster_core::train::{
-    MinibatchOptimizer, MinibatchSpec, OptimizerState, Pull, minibatch, weighted,
+    LayerDecay, MinibatchOptimizer, MinibatchSpec, OptimizerState, Pull, minibatch, weighted,
 };
 
+use super::optimizer::DecayedTensors;
 pub use super::optimizer::Optimizer;
 
 /// An optimizer and its state.
@@ -93,11 +95,16 @@ impl LocalTrainer {
                 if !self.optimizer.keeps_state() {
                     self.state.restart();
                 }
+                let Ok(layers) = self.optimizer.layer_decay(env.model) else {
+                    return f64::NAN; // `check_layer_names` rejects the config first
+                };
                 let spec = MinibatchSpec {
                     optimizer,
                     lr,
                     batch_size,
                     pull: None,
+                    schedule: self.optimizer.schedule(env.data.len(), steps),
+                    decay: layer_decay(&layers),
                 };
                 weighted::minibatch_steps(
                     env.model,
@@ -132,11 +139,16 @@ impl LocalTrainer {
                 if !self.optimizer.keeps_state() {
                     self.state.restart();
                 }
+                let Ok(layers) = self.optimizer.layer_decay(env.model) else {
+                    return f64::NAN; // `check_layer_names` rejects the config first
+                };
                 let spec = MinibatchSpec {
                     optimizer,
                     lr,
                     batch_size,
                     pull,
+                    schedule: self.optimizer.schedule(env.data.len(), steps),
+                    decay: layer_decay(&layers),
                 };
                 minibatch::steps(
                     env.model,
@@ -187,14 +199,19 @@ pub fn momentum_steps(
                 second: Vec::new(),
                 t: 0,
             };
+            let Ok(layers) = optimizer.layer_decay(env.model) else {
+                return f64::NAN; // `check_layer_names` rejects the config first
+            };
             let spec = MinibatchSpec {
                 optimizer: MinibatchOptimizer::Sgd {
                     momentum: beta,
-                    weight_decay,
+                    weight_decay: if layers.is_some() { 0.0 } else { weight_decay },
                 },
                 lr,
                 batch_size,
                 pull: None,
+                schedule: optimizer.schedule(env.data.len(), steps),
+                decay: layer_decay(&layers),
             };
             let loss = minibatch::steps(
                 env.model,
@@ -215,6 +232,14 @@ pub fn momentum_steps(
         }
         Optimizer::Adam { .. } => f64::NAN,
     }
+}
+
+/// The spec's view of [`Optimizer::layer_decay`]'s ranges and weight.
+fn layer_decay(layers: &Option<DecayedTensors>) -> Option<LayerDecay<'_>> {
+    layers.as_ref().map(|(ranges, weight)| LayerDecay {
+        ranges,
+        weight: *weight,
+    })
 }
 
 #[cfg(test)]
@@ -249,6 +274,7 @@ mod tests {
             batch_size: 2,
             keep_state,
             lr_decay: 1.0,
+            schedule: None,
         };
         // Two local trainings of 3 steps each, by one trainer or by a new
         // trainer each time, over the same minibatch draws.
@@ -295,11 +321,14 @@ mod tests {
                 momentum: 0.5,
                 weight_decay: 0.0,
                 lr_decay: 1.0,
+                schedule: None,
+                decay_layers: None,
             },
             Optimizer::Adam {
                 batch_size: 2,
                 keep_state: true,
                 lr_decay: 1.0,
+                schedule: None,
             },
         ];
         let (mut diverged, mut finite) = (0, 0);
@@ -343,6 +372,56 @@ mod tests {
         assert!(
             diverged > 0 && finite > 0,
             "{diverged} diverged, {finite} finite"
+        );
+    }
+
+    #[test]
+    fn layer_decay_moves_only_the_named_tensor_in_a_training_step() {
+        let model = fedcluster_models::LogisticRegression::new(2, 2).unwrap();
+        let x = [1.0, 0.0, 0.0, 1.0, 3.0, 1.0, 2.0, -1.0];
+        let y = [0u32, 1, 1, 0];
+        let data = Batch::new(&x, Targets::Class(&y), 2).unwrap();
+        let sgd = |weight_decay, decay_layers| Optimizer::Sgd {
+            batch_size: 2,
+            keep_state: true,
+            momentum: 0.0,
+            weight_decay,
+            lr_decay: 1.0,
+            schedule: None,
+            decay_layers,
+        };
+        let names = crate::common::recipe::LayerNames::new(vec!["weight".into()]);
+        let start = [0.5f32, -1.0, 2.0, 0.25, 0.75, -0.5];
+        let trained = |optimizer| {
+            let mut ws = Workspace::default();
+            let mut env = ClientEnv {
+                id: 0,
+                round: 0,
+                data,
+                model: &model,
+                rng: stream(1, Purpose::Client, 0, 0),
+                ws: &mut ws,
+            };
+            let mut w = start;
+            assert!(
+                LocalTrainer::new(optimizer)
+                    .train(&mut w, 0.1, 1, &mut env)
+                    .is_finite()
+            );
+            w
+        };
+        let plain = trained(sgd(0.0, None));
+        let decayed = trained(sgd(0.5, Some(names)));
+        for i in 0..4 {
+            let want = plain[i] - 0.1 * 0.5 * start[i];
+            assert!((decayed[i] - want).abs() < 1e-6, "weight {i}");
+        }
+        assert_eq!(decayed[4..], plain[4..], "the bias is not decayed");
+        let everything = trained(sgd(0.5, None));
+        assert_ne!(
+            everything[4..],
+            plain[4..],
+            "without decay_layers all decay"
         );
     }
 }

@@ -131,6 +131,7 @@ fn adam_run(
             batch_size: 2,
             keep_state: true,
             lr_decay: 1.0,
+            schedule: None,
         },
         weighting: Default::default(),
         clients: Default::default(),

@@ -161,6 +161,8 @@ fn fedem_with_minibatch_sgd_drawn_by_responsibility_finds_the_clusters() {
             momentum: 0.0,
             weight_decay: 0.0,
             lr_decay: 1.0,
+            schedule: None,
+            decay_layers: None,
         },
         ..config()
     };
@@ -189,6 +191,8 @@ fn fedem_is_bit_identical_on_one_and_two_threads() {
             momentum: 0.5,
             weight_decay: 0.0,
             lr_decay: 1.0,
+            schedule: None,
+            decay_layers: None,
         },
         participation: 0.5,
         ..config()

@@ -34,6 +34,7 @@ fn fedrc_is_bit_identical_on_one_and_two_threads() {
             batch_size: 16,
             keep_state: true,
             lr_decay: 1.0,
+            schedule: None,
         },
         lr: 0.05,
         participation: 0.5,

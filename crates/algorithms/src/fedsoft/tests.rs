@@ -34,7 +34,7 @@ fn fedsoft_separates_two_clusters_from_a_random_start() {
 #[test]
 fn fedsoft_with_minibatch_adam_separates_two_clusters() {
     separates_two_clusters(Config {
-        optimizer: Optimizer::Adam { batch_size: 20, keep_state: true, lr_decay: 1.0 },
+        optimizer: Optimizer::Adam { batch_size: 20, keep_state: true, lr_decay: 1.0, schedule: None },
         ..config()
     });
 }

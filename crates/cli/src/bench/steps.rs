@@ -83,6 +83,8 @@ impl Client {
             lr: 1e-3,
             batch_size: case.batch,
             pull: None,
+            schedule: None,
+            decay: None,
         };
         let mut rng = stream(1, Purpose::Client, call, client);
         minibatch::steps(

@@ -183,6 +183,8 @@ fn minibatch_training_learns_a_small_problem() {
         lr: 0.01,
         batch_size: 8,
         pull: None,
+        schedule: None,
+        decay: None,
     };
     let (mut state, mut rng) = (OptimizerState::default(), stream(9, Purpose::Client, 0, 0));
     let start = model.training_loss(&p, batch, ws);

@@ -257,6 +257,8 @@ fn device_training_follows_the_flat_loop() {
             lr: 0.05,
             batch_size: 4,
             pull: None,
+            schedule: None,
+            decay: None,
         };
         let run = |device: bool| {
             let (mut w, mut state) = (p.clone(), OptimizerState::default());

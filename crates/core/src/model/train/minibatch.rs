@@ -9,13 +9,16 @@
 //! then gets a crop offset and a flip, and its jitter (brightness, contrast,
 //! Cutout) when configured, drawn from the same stream, in row order.
 //! A model that trains on its own device ([`Model::train_minibatch`]) follows
-//! the same order and draws.
+//! the same order and draws. Every step goes through [`update_coordinates`],
+//! which applies the spec's step-size schedule and its decay of chosen tensors
+//! ([`MinibatchSpec::schedule`], [`MinibatchSpec::decay`]), so loops that
+//! call it (the native ResNet9's, the carried-state LSTM's) get both.
 
 use rand::Rng as _;
 use rand::seq::SliceRandom;
 
 use super::{
-    ADAM_BETA1, ADAM_BETA2, ADAM_EPS, Augmentation, MinibatchOptimizer, MinibatchSpec,
+    ADAM_BETA1, ADAM_BETA2, ADAM_EPS, Augmentation, LayerDecay, MinibatchOptimizer, MinibatchSpec,
     OptimizerState, Pull,
 };
 use crate::model::{Batch, MinibatchScratch, Model, Targets, Workspace};
@@ -220,7 +223,16 @@ pub fn update_coordinates(
     params: &mut [f32],
     grad: &[f32],
 ) {
-    let (params, grad) = (&mut params[range.clone()], &grad[range.clone()]);
+    let decayed;
+    let grad = match spec.decay {
+        None => &grad[range.clone()],
+        Some(decay) => {
+            decayed = with_layer_decay(decay, range.clone(), params, grad);
+            &decayed[..]
+        }
+    };
+    let lr = spec.lr_at_step(state.t);
+    let params = &mut params[range.clone()];
     match spec.optimizer {
         MinibatchOptimizer::Adam => {
             let t = state.t as i32;
@@ -233,7 +245,7 @@ pub fn update_coordinates(
                 *v = b2 * *v + (1.0 - b2) * g * g;
                 let m_hat = *m / c1;
                 let v_hat = *v / c2;
-                *w -= spec.lr * m_hat / (v_hat.sqrt() + ADAM_EPS);
+                *w -= lr * m_hat / (v_hat.sqrt() + ADAM_EPS);
             }
         }
         MinibatchOptimizer::Sgd {
@@ -243,8 +255,29 @@ pub fn update_coordinates(
             for ((w, g), u) in params.iter_mut().zip(grad).zip(&mut state.first[range]) {
                 let g = g + weight_decay * *w;
                 *u = momentum * *u + g;
-                *w -= spec.lr * *u;
+                *w -= lr * *u;
             }
         }
     }
 }
+
+/// `grad` on `range`, with `decay`'s `weight · w` added where its ranges
+/// overlap `range` (the coordinates this update steps).
+fn with_layer_decay(
+    decay: LayerDecay<'_>,
+    range: std::ops::Range<usize>,
+    params: &[f32],
+    grad: &[f32],
+) -> Vec<f32> {
+    let mut out = grad[range.clone()].to_vec();
+    for r in decay.ranges {
+        let (lo, hi) = (r.start.max(range.start), r.end.min(range.end));
+        for i in lo..hi.max(lo) {
+            out[i - range.start] += decay.weight * params[i];
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;

@@ -52,6 +52,7 @@ pub mod smoothing;
 pub mod weighted;
 
 pub use augment::{Augmentation, Jitter};
+pub use schedule::Triangular;
 
 /// A minibatch optimizer and its hyperparameters.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -87,6 +88,34 @@ pub struct MinibatchSpec<'a> {
     pub batch_size: usize,
     /// `(μ/2)‖w − centre‖²` added to the loss (FedSoft).
     pub pull: Option<Pull<'a>>,
+    /// The step size's schedule, by optimizer step counted from when the
+    /// state last started (`OptimizerState::t − 1`): `lr · factor(t − 1)`.
+    pub schedule: Option<Triangular>,
+    /// Weight decay on chosen coordinates only (`weight · w` added to the
+    /// gradient there, before the optimizer's own step).
+    pub decay: Option<LayerDecay<'a>>,
+}
+
+/// Weight decay on the coordinate ranges of chosen tensors
+/// ([`decay::tensor_ranges`]), as an L2 penalty `weight/2 · ‖w‖²` on them.
+#[derive(Debug, Clone, Copy)]
+pub struct LayerDecay<'a> {
+    /// The decayed coordinate ranges of the flat vector.
+    pub ranges: &'a [std::ops::Range<usize>],
+    /// The penalty's weight.
+    pub weight: f32,
+}
+
+impl MinibatchSpec<'_> {
+    /// The step size at optimizer step `t` (from 1, as `OptimizerState::t`
+    /// after the caller advanced it): `lr`, times the schedule's factor at
+    /// step `t − 1` when there is one.
+    pub fn lr_at_step(&self, t: u32) -> f32 {
+        match self.schedule {
+            None => self.lr,
+            Some(s) => self.lr * s.factor(t.saturating_sub(1) as usize),
+        }
+    }
 }
 
 /// A proximal pull `(μ/2)‖w − centre‖²` added to the loss (FedProx, FedSoft).

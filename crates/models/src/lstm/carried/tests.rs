@@ -277,6 +277,8 @@ fn training_continues_the_last_minibatchs_state() {
         lr: 0.5,
         batch_size: 2,
         pull: None,
+        schedule: None,
+        decay: None,
     };
     let rng = stream(5, Purpose::Client, 0, 0);
     let mut ws = Workspace::default();

@@ -67,6 +67,8 @@ fn sgd(lr: f32, batch_size: usize) -> MinibatchSpec<'static> {
         lr,
         batch_size,
         pull: None,
+        schedule: None,
+        decay: None,
     }
 }
 
