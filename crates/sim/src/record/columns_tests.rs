@@ -9,9 +9,10 @@ use fedcluster_models::LogisticRegression;
 use super::{RoundRecord, TestPick, TestSet, Truth, records};
 use crate::engine::RoundEvent;
 
-/// Always the last model, to tell the rule's pick from lowest loss.
+/// Always the last model, to tell the rule's pick from lowest loss (also
+/// used by `personal`'s tests).
 #[derive(Debug)]
-struct Last;
+pub(super) struct Last;
 
 impl NewcomerRule for Last {
     fn name(&self) -> &'static str {

@@ -58,31 +58,11 @@ pub(super) fn evaluate(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use fedcluster_core::{Batch, LowestLoss, Model, Placed, Targets};
+    use fedcluster_core::{Batch, LowestLoss, Targets};
     use fedcluster_models::LogisticRegression;
 
     use crate::record::TestPick;
-
-    /// Always the last model, to tell the rule's pick from lowest loss.
-    #[derive(Debug)]
-    struct Last;
-
-    impl NewcomerRule for Last {
-        fn name(&self) -> &'static str {
-            "last"
-        }
-
-        fn place(
-            &self,
-            models: &[&[f32]],
-            _: Batch<'_>,
-            _: &dyn Model,
-            _: &mut Workspace,
-        ) -> Option<Placed> {
-            let model = models.len().checked_sub(1)?;
-            Some(Placed { model, loss: None })
-        }
-    }
+    use crate::record::columns_tests::Last;
 
     #[test]
     fn a_never_assigned_client_is_scored_with_the_model_its_rule_gives_it() {
