@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 
-use crate::reproduce::experiments::{self, Protocol, ifca_success};
+use crate::reproduce::experiments::{self, Protocol, clustered_benchmark, ifca_success};
 use crate::reproduce::harness::{self, Experiment, RunOptions};
 
 /// Where a reproduction writes and what it runs of its grid.
@@ -162,6 +162,8 @@ pub enum Reproduce {
     IfcaFemnist(FemnistArgs),
     /// SR-FCA paper Tables 3-4, FEMNIST: SR-FCA, Local, Global, CFL, IFCA and FedSoft (K tuned over 1-4), ONE_SHOT-IFCA on 50 writers.
     SrfcaFemnist(FemnistArgs),
+    /// Issue 46's benchmark: every clustered method (IFCA, CFL-MGD, one-shot, Local-KMeans, SR-FCA, CFL, FedSoft, FeSEM, FL+HC, PACFL, FedEM, FedRC) and FedAvg, Local, oracle on rotated, inverted, label-permuted and Dirichlet label-skew MNIST and a synthetic mixture, each tuned by the same validation search, ranked over 3 seeds.
+    ClusteredBenchmark(RealDataArgs),
 }
 
 impl GridArgs {
@@ -252,6 +254,7 @@ impl Reproduce {
             Reproduce::SrfcaCifar(a) => cifar(a, srfca_cifar::experiment),
             Reproduce::IfcaFemnist(a) => femnist(a, ifca_femnist::experiment),
             Reproduce::SrfcaFemnist(a) => femnist(a, srfca_femnist::experiment),
+            Reproduce::ClusteredBenchmark(a) => real(a, clustered_benchmark::test_grid),
             Reproduce::MixedRegression(g) => {
                 let (protocol, options) = g.split(None);
                 (mixed_regression::experiment(&protocol), options)
@@ -265,6 +268,19 @@ impl Reproduce {
 
     /// Runs the experiment; prints its tables and where the report is.
     pub fn run(self) -> Result<()> {
+        if let Reproduce::ClusteredBenchmark(a) = self {
+            // Two grids (the search, then the chosen candidates on test) and
+            // a report of its own.
+            let (protocol, mut options) = a.grid.split(a.data_dir);
+            if options.out.as_os_str().is_empty() {
+                options.out = PathBuf::from("runs/reproduce/clustered-benchmark");
+            }
+            refuse_run_dir(&options.out)?;
+            let tables = clustered_benchmark::run(&protocol, &options)?;
+            print!("{tables}");
+            println!("report: {}", options.out.join("report.md").display());
+            return Ok(());
+        }
         let (exp, options) = self.experiment();
         refuse_run_dir(&options.out)?;
         if let Some(why) = harness::absent_data(&exp, &options)? {

@@ -23,12 +23,17 @@ use crate::logistic::{
 use crate::{ModelError, Result, TargetKind, fits, inv_len};
 
 pub(crate) mod conv;
+pub mod conv_timing;
 #[cfg(test)]
 mod kernel_tests;
 pub(crate) mod layers;
 pub(crate) mod pool;
 #[cfg(test)]
 mod tests;
+pub(crate) mod winograd;
+#[cfg(test)]
+mod winograd_tests;
+mod winograd_transforms;
 
 use conv::{Conv, conv_backward, conv_forward};
 use layers::{bias_relu, dense, input_grad, relu_backward, weight_grad};

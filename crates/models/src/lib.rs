@@ -10,6 +10,9 @@
 //! - [`resnet9`]: [`ResNet9`] (Page 2019) with batch normalisation, its
 //!   running statistics in the flat vector (the burn tier's `resnet9` on the
 //!   same flat vector).
+//! - [`tf_cifar`]: [`TfCifarCnn`], the IFCA public code's CIFAR-10 network (the
+//!   TF CIFAR-10 tutorial's: local response normalisation, 24x24 crops and
+//!   per-image standardisation as its input stage, label smoothing).
 //! - [`lstm`]: [`CharLstm`], LEAF's Shakespeare character LSTM (the burn
 //!   tier's `char-lstm` on the same flat vector).
 //! - Local training is `fedcluster_core::train` (its tests on these models
@@ -31,6 +34,7 @@ pub mod logistic;
 pub mod lstm;
 pub mod mlp;
 pub mod resnet9;
+pub mod tf_cifar;
 
 pub use cnn::Cnn;
 pub use error::{ModelError, Result};
@@ -39,6 +43,7 @@ pub use logistic::{LogisticConfig, LogisticRegression};
 pub use lstm::CharLstm;
 pub use mlp::Mlp;
 pub use resnet9::ResNet9;
+pub use tf_cifar::TfCifarCnn;
 
 use fedcluster_core::{Batch, Targets};
 

@@ -11,8 +11,10 @@
 //! head    global max-pool, linear (8w -> classes, no bias), x 0.125
 //! ```
 //!
-//! Convolutions have no bias, padding 1 (im2col and GEMMs a few images at a
-//! time, [`crate::cnn::conv`]). Each block's tensors, back to back:
+//! Convolutions have no bias, padding 1 (by Winograd F(2x2, 3x3),
+//! [`crate::cnn::winograd`], from 16 input channels, else im2col and GEMMs
+//! a few images at a time,
+//! [`crate::cnn::conv`]). Each block's tensors, back to back:
 //! filters `[out, 3, 3, in]`, batch norm's scale and shift, then its running
 //! mean and variance, which are part of the flat vector: gradients are zero
 //! there, training ([`Model::train`], [`Model::train_minibatch`]) moves them
@@ -32,6 +34,7 @@ use fedcluster_core::train::{Augmentation, MinibatchSpec, OptimizerState};
 use fedcluster_core::{Batch, ImageShape, Model, Rng, Targets, TensorSpec, Workspace};
 
 use crate::cnn::conv::Conv;
+use crate::cnn::winograd;
 use crate::init::uniform_fan_in;
 use crate::{ModelError, Result, fits};
 use block::Block;
@@ -102,8 +105,10 @@ impl ResNet9 {
         let (mut side, mut at) = (self.image.height, 0);
         let mut blocks = Vec::with_capacity(8);
         for (cin, cout, pool) in shapes {
+            let conv = Conv::new(side, side, cin, 3, 1);
             let b = Block {
-                conv: Conv::new(side, side, cin, 3, 1),
+                winograd: winograd::wins(&conv, cout),
+                conv,
                 cout,
                 pool,
                 at,

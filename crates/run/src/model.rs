@@ -9,7 +9,8 @@ use anyhow::Result;
 use fedcluster_core::{Input, Model};
 use fedcluster_models::{LinearConfig, LogisticConfig};
 use fedcluster_nn::nets::{
-    CharLstmConfig, CnnCifarConfig, CnnConfig, CnnFemnistConfig, MlpConfig, ResNet9Config,
+    CharLstmConfig, CnnCifarConfig, CnnConfig, CnnFemnistConfig, CnnIfcaCifarConfig, MlpConfig,
+    ResNet9Config,
 };
 
 pub use fedcluster_nn::{AugmentConfig, ModelBackend};
@@ -60,6 +61,7 @@ model_table! {
     Cnn = "cnn" in CnnConfig,
     CnnCifar = "cnn-cifar" in CnnCifarConfig,
     CnnFemnist = "cnn-femnist" in CnnFemnistConfig,
+    CnnIfcaCifar = "cnn-ifca-cifar" in CnnIfcaCifarConfig,
     Resnet9 = "resnet9" in ResNet9Config,
     CharLstm = "char-lstm" in CharLstmConfig,
 }

@@ -134,6 +134,9 @@ impl Config {
             optimizer: self.optimizer,
             pretrain_rounds: 0,
             freeze_trunk: false,
+            weighting: Default::default(),
+            clients: Default::default(),
+            clients_per_round: None,
         }
     }
 }

@@ -40,6 +40,7 @@ fn down() -> Down {
         shared: 0,
         velocities: Some(Arc::new(vec![10.0, -7.0])),
         own: None,
+        assign_only: false,
     }
 }
 

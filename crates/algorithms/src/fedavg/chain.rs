@@ -10,7 +10,7 @@ use fedcluster_core::{ClientId, Rng};
 /// The chains of one round: per cluster, its participants in training order,
 /// and the model the next link starts from.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
-pub(super) struct Chain {
+pub(crate) struct Chain {
     /// Per cluster, the participants in the order they train.
     order: Vec<Vec<ClientId>>,
     /// Links done.

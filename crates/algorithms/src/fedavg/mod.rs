@@ -19,7 +19,7 @@
 //!    after another, one per engine round ([`chain`], emulating the SR-FCA
 //!    public code).
 
-mod chain;
+pub(crate) mod chain;
 mod client;
 mod config;
 mod server;

@@ -85,6 +85,9 @@ impl ClientHalf for IfcaClient {
                 msg.replicas
             )));
         }
+        if msg.assign_only {
+            return super::sequential::assignment_reply(msg, env);
+        }
         // One optimizer state per active replica, fresh when replicas drop out.
         if self.trainers.len() != msg.replicas {
             let optimizer = match self.step {

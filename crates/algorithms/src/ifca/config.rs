@@ -2,11 +2,12 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::common::aggregate::Aggregation;
+use crate::common::aggregate::{Aggregation, Weighting};
 use crate::common::checked::{FieldError, Validate, at_least_one, at_most, fraction, positive};
 use fedcluster_core::limits::{MAX_CLUSTERS, MAX_REPLICAS};
 use crate::common::init::InitScheme;
 use crate::common::trainer::Optimizer;
+use crate::fedavg::Clients;
 
 use super::local_step::LocalStep;
 
@@ -71,6 +72,22 @@ pub struct Config {
     /// trunk stays as it is (the IFCA code's FEMNIST `USE_PARTIAL_TRAINING`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub freeze_trunk: bool,
+    /// Model averaging: each model weighted by its client's samples (default)
+    /// or all alike (`"uniform"`, the SR-FCA public code's plain mean).
+    #[serde(default, skip_serializing_if = "Weighting::is_samples")]
+    pub weighting: Weighting,
+    /// The round's participants train side by side from the round's models
+    /// (`"parallel"`, default) or, emulating the SR-FCA public code's IFCA,
+    /// one after another within each cluster (`"sequential"`, see the
+    /// module `ifca::sequential`).
+    #[serde(default, skip_serializing_if = "Clients::is_parallel")]
+    pub clients: Clients,
+    /// `clients = "sequential"`: each cluster's participants of a round, drawn
+    /// from its members (all of them when it has no more; the SR-FCA code's
+    /// `num_clients_per_round`); absent: the round's `participation` share of
+    /// all clients, each in its cluster.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clients_per_round: Option<usize>,
 }
 
 fn is_zero_rounds(v: &usize) -> bool {
@@ -283,6 +300,7 @@ impl Validate for Config {
                 "is not supported together with momentum",
             ));
         }
+        validate_sequential(self)?;
         if self.pretrain_rounds > 0 && self.min_share > 0.0 {
             return Err(FieldError::new(
                 "min_share",
@@ -290,5 +308,55 @@ impl Validate for Config {
             ));
         }
         Ok(())
+    }
+}
+
+/// The options `clients = "sequential"` cannot be combined with, and
+/// `clients_per_round` without it; errors name the field.
+fn validate_sequential(config: &Config) -> Result<(), FieldError> {
+    if config.clients == Clients::Parallel {
+        if config.clients_per_round.is_some() {
+            return Err(FieldError::new(
+                "clients_per_round",
+                "draws each cluster's chain; it needs clients = \"sequential\"",
+            ));
+        }
+        return Ok(());
+    }
+    if let Some(count) = config.clients_per_round {
+        at_least_one("clients_per_round", count)?;
+    }
+    let conflicts = [
+        (
+            config.aggregation != Aggregation::Model,
+            "aggregation",
+            "needs aggregation = \"model\"",
+        ),
+        (
+            config.replicas() > 1,
+            "restarts",
+            "runs one replica: one restart and one step size",
+        ),
+        (config.momentum > 0.0, "momentum", "is not supported"),
+        (config.weight_sharing, "weight_sharing", "is not supported"),
+        (
+            config.pretrain_rounds > 0,
+            "pretrain_rounds",
+            "is not supported",
+        ),
+        (config.freeze_trunk, "freeze_trunk", "is not supported"),
+        (config.min_share > 0.0, "min_share", "is not supported"),
+        (
+            config.stable_rounds > 0,
+            "stable_rounds",
+            "is not supported",
+        ),
+    ];
+    match conflicts.into_iter().find(|(bad, ..)| *bad) {
+        Some((_, field, why)) => Err(FieldError::new(
+            field,
+            format!("with clients = \"sequential\" {field} {why}"),
+        )),
+        None => Ok(()),
     }
 }

@@ -31,6 +31,9 @@ pub struct Down {
     /// Stable identity: for each active replica, the cluster whose model is the
     /// only one sent; the client then skips the assignment step.
     pub own: Option<Vec<u32>>,
+    /// The assignment alone (`clients = "sequential"`): the client sends each
+    /// replica's cluster of lowest loss and that loss, no model.
+    pub assign_only: bool,
 }
 
 impl Down {
@@ -51,6 +54,8 @@ struct WireDown {
     own: Option<Vec<u32>>,
     models: Vec<f32>,
     velocities: Option<Vec<f32>>,
+    #[serde(default)]
+    assign_only: bool,
 }
 
 impl Down {
@@ -147,6 +152,7 @@ impl Serialize for Down {
             own: self.own.clone(),
             models: self.compact(&self.models),
             velocities: self.velocities.as_ref().map(|v| self.compact(v)),
+            assign_only: self.assign_only,
         }
         .serialize(serializer)
     }
@@ -166,6 +172,7 @@ impl<'de> Deserialize<'de> for Down {
             shared: wire.shared as usize,
             velocities: wire.velocities.as_ref().map(|v| Arc::new(wire.expand(v))),
             own: wire.own,
+            assign_only: wire.assign_only,
         })
     }
 }

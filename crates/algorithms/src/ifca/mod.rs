@@ -52,6 +52,11 @@
 //! restarts read a client's data once per round, in one wide, compute-bound
 //! product instead of ten narrow, memory-bound ones.
 //!
+//! With `clients = "sequential"` the rounds emulate the SR-FCA public code's
+//! IFCA instead: every client is assigned, then each cluster's participants
+//! train one after another from the model the previous one returned
+//! ([`sequential`]).
+//!
 //! As in the paper, a client under stable identity keeps receiving only its
 //! own cluster's model: there is no periodic full refresh.
 
@@ -60,6 +65,7 @@ mod config;
 pub(crate) mod local_step;
 mod messages;
 mod redraw;
+mod sequential;
 mod server;
 
 pub use crate::common::aggregate::Aggregation;
@@ -121,5 +127,7 @@ impl Algorithm for Ifca {
 
 #[cfg(test)]
 mod option_tests;
+#[cfg(test)]
+mod sequential_tests;
 #[cfg(test)]
 mod tests;

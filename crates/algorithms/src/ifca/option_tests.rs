@@ -27,6 +27,9 @@ fn config(aggregation: Aggregation, pretrain_rounds: usize, freeze_trunk: bool) 
         optimizer: Default::default(),
         pretrain_rounds,
         freeze_trunk,
+        weighting: Default::default(),
+        clients: Default::default(),
+        clients_per_round: None,
     })
     .unwrap()
 }

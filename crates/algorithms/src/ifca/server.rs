@@ -11,6 +11,7 @@ use fedcluster_core::{
 use super::config::Config;
 use super::messages::{Down, Up};
 use super::redraw::Redraws;
+use super::sequential::{ReplicaState, Sequential};
 use crate::common::aggregate::Aggregation;
 use crate::common::aggregate::{LossMeter, ModelSums};
 use crate::common::checked::{Checked, FieldError};
@@ -41,6 +42,17 @@ struct Replica {
     /// which they take back when pretraining ends (empty otherwise).
     #[serde(default)]
     initial_heads: Vec<f32>,
+}
+
+impl Replica {
+    /// What `clients = "sequential"` reads and changes.
+    fn state(&mut self) -> ReplicaState<'_> {
+        ReplicaState {
+            models: &mut self.models,
+            assignment: &mut self.assignment,
+            train_loss: &mut self.train_loss,
+        }
+    }
 }
 
 /// What the server gathers during a round, per active replica.
@@ -83,6 +95,9 @@ pub struct IfcaServer {
     /// still checked (`None` when off).
     #[serde(default)]
     redraws: Option<Redraws>,
+    /// `clients = "sequential"`: the rounds' assignments and chains.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    sequential: Option<Box<Sequential>>,
 }
 
 impl IfcaServer {
@@ -139,6 +154,7 @@ impl IfcaServer {
             0
         };
         let redraws = Redraws::new(&config, model, seed);
+        let sequential = Sequential::for_config(&config).map(Box::new);
         let trunk = if config.pretrain_rounds > 0 {
             model.head_start()
         } else {
@@ -155,6 +171,7 @@ impl IfcaServer {
             participants: 0,
             round: RoundState::default(),
             redraws,
+            sequential,
         }
     }
 
@@ -207,6 +224,10 @@ impl ServerHalf for IfcaServer {
     type Up = Up;
 
     fn plan(&mut self, ctx: &RoundCtx, rng: &mut Rng) -> Result<Vec<(ClientId, Down)>, AlgoError> {
+        if let Some(sequential) = &mut self.sequential {
+            self.active = vec![0];
+            return Ok(sequential.plan(&self.config, self.replicas[0].state(), rng));
+        }
         let pretraining = ctx.round < self.config.pretrain_rounds;
         self.active = (0..self.replicas.len())
             .filter(|&r| !self.replicas[r].diverged)
@@ -273,6 +294,7 @@ impl ServerHalf for IfcaServer {
                     } else {
                         self.own_clusters(id)
                     },
+                    assign_only: false,
                 };
                 (id, down)
             })
@@ -280,6 +302,9 @@ impl ServerHalf for IfcaServer {
     }
 
     fn receive(&mut self, ctx: &RoundCtx, id: ClientId, up: Up) -> Result<(), AlgoError> {
+        if let Some(sequential) = &mut self.sequential {
+            return sequential.receive(ctx, id, up, &self.config, self.replicas[0].state());
+        }
         let (p, k) = (self.p, self.config.clusters);
         if up.chosen.len() != self.active.len()
             || up.losses.len() != self.active.len()
@@ -325,13 +350,14 @@ impl ServerHalf for IfcaServer {
                     }
                 }
                 Aggregation::Model => {
-                    round.sums[slot].add(c, payload, up.samples as f64);
+                    let weight = self.config.weighting.weight(up.samples);
+                    round.sums[slot].add(c, payload, weight);
                     if self.config.momentum > 0.0 {
                         let v = &up.velocity[slot * p..(slot + 1) * p];
-                        round.velocity_sums[slot].add(c, v, up.samples as f64);
+                        round.velocity_sums[slot].add(c, v, weight);
                     }
                     if sh > 0 {
-                        round.shared_sums[slot].add(0, &payload[..sh], up.samples as f64);
+                        round.shared_sums[slot].add(0, &payload[..sh], weight);
                     }
                 }
             }
@@ -342,6 +368,9 @@ impl ServerHalf for IfcaServer {
     }
 
     fn finish(&mut self, ctx: &RoundCtx) -> Result<(), AlgoError> {
+        if let Some(sequential) = &mut self.sequential {
+            return sequential.finish(ctx, self.replicas[0].state());
+        }
         let mut last_failure: Option<(Option<ClientId>, String)> = None;
         for (slot, &r) in self.active.iter().enumerate() {
             let replica = &mut self.replicas[r];

@@ -32,6 +32,9 @@ fn config(aggregation: Aggregation, restarts: usize, stable_rounds: usize) -> Ch
         optimizer: Default::default(),
         pretrain_rounds: 0,
         freeze_trunk: false,
+        weighting: Default::default(),
+        clients: Default::default(),
+        clients_per_round: None,
     })
     .unwrap()
 }
@@ -166,6 +169,7 @@ fn the_client_picks_the_lowest_loss_model_and_reports_its_gradient() {
         shared: 0,
         velocities: None,
         own: None,
+        assign_only: false,
     };
     let reply = IfcaClient::new(LocalStep::Gradient)
         .handle(&ctx(0, 1), &down, &mut env)
@@ -347,6 +351,7 @@ fn the_momentum_client_sends_beta_u_plus_g() {
         shared: 0,
         velocities: Some(Arc::new(vec![10.0, -7.0])),
         own: None,
+        assign_only: false,
     };
     let reply = IfcaClient::new(LocalStep::GradientWithMomentum { beta: 0.5 })
         .handle(&ctx(0, 1), &down, &mut env)

@@ -235,6 +235,9 @@ fn ifca_config(
         optimizer: Default::default(),
         pretrain_rounds: 0,
         freeze_trunk: false,
+        weighting: Default::default(),
+        clients: Default::default(),
+        clients_per_round: None,
     }
 }
 

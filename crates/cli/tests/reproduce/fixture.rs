@@ -127,6 +127,7 @@ pub fn experiment(seeds: usize, rounds: usize) -> Experiment {
         smoke: false,
         tune_by: None,
         report_absent_data: false,
+        held_out: None,
     }
 }
 

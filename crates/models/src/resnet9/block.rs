@@ -1,5 +1,6 @@
 //! One conv-BN-ReLU block of [`super::ResNet9`]: a 3x3 convolution without
-//! bias (padding 1, `crate::cnn::conv`), batch normalisation over every
+//! bias (padding 1; by Winograd F(2x2, 3x3), `crate::cnn::winograd`, where
+//! its rule picks it, else by `im2col`, `crate::cnn::conv`), batch normalisation over every
 //! position of every image, ReLU, and an optional 2x2 max-pooling; forward
 //! in training mode (the batch's statistics) or evaluation mode (the running
 //! ones), and backward in training mode.
@@ -14,6 +15,7 @@ use std::ops::Range;
 use crate::cnn::conv::{Conv, conv_backward, conv_forward};
 use crate::cnn::layers::relu_backward;
 use crate::cnn::pool::{pool_forward, pool_relu_backward};
+use crate::cnn::winograd;
 
 /// PyTorch's batch-norm `ε`.
 pub const BN_EPS: f32 = 1e-5;
@@ -28,6 +30,9 @@ pub(super) struct Block {
     pub cout: usize,
     /// Whether a 2x2 max-pooling follows.
     pub pool: bool,
+    /// Whether the convolution runs by Winograd F(2x2, 3x3) (else by
+    /// `im2col`): [`winograd::wins`] at construction.
+    pub winograd: bool,
     /// Offset of the convolution's filters (`[cout, 3, 3, cin]`), followed by
     /// the scale, the shift, the running mean and the running variance.
     pub at: usize,
@@ -49,6 +54,15 @@ impl Block {
     /// Where the next block's tensors start.
     pub fn end(&self) -> usize {
         self.vector(3).end
+    }
+
+    /// Scratch values the convolution's passes over `n` images need.
+    pub fn scratch_len(&self, n: usize) -> usize {
+        if self.winograd {
+            winograd::scratch_len(&self.conv, self.cout, n)
+        } else {
+            self.conv.scratch_len(n)
+        }
     }
 
     /// Values of one image after the convolution (and before pooling).
@@ -99,7 +113,12 @@ pub(super) fn forward(
     s: &mut Saved<'_>,
     mode: Mode,
 ) {
-    conv_forward(&b.conv, x, &params[b.filters()], n, cols, s.a);
+    let w = &params[b.filters()];
+    if b.winograd {
+        winograd::forward(&b.conv, x, w, n, cols, s.a);
+    } else {
+        conv_forward(&b.conv, x, w, n, cols, s.a);
+    }
     if mode == Mode::Batch {
         batch_statistics(s.a, s.mean, s.var);
     } else {
@@ -179,7 +198,11 @@ pub(super) fn backward(
     let (dgamma, rest) = grad[b.vector(0).start..b.vector(2).start].split_at_mut(b.cout);
     norm_backward(dz, s.xhat, &params[b.vector(0)], s.var, dgamma, rest);
     let (w, gw) = (&params[b.filters()], &mut grad[b.filters()]);
-    conv_backward(&b.conv, x, dz, w, n, 1.0, cols, gw, dx);
+    if b.winograd {
+        winograd::backward(&b.conv, x, dz, w, n, 1.0, cols, gw, dx);
+    } else {
+        conv_backward(&b.conv, x, dz, w, n, 1.0, cols, gw, dx);
+    }
 }
 
 /// Batch normalisation's backward pass in place: `d` holds the gradient at

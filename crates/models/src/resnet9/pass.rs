@@ -38,7 +38,7 @@ pub(super) struct Plan {
     pub len: usize,
     /// Length of the largest block input or output (the gradient buffers).
     pub widest: usize,
-    /// Scratch of the convolutions (a chunk of patches, `Conv::scratch_len`).
+    /// Scratch of the convolutions (`Block::scratch_len`).
     pub cols: usize,
     /// Length of the largest convolution output.
     pub conv: usize,
@@ -89,11 +89,7 @@ impl Plan {
             z,
             len: at,
             widest: n * widest,
-            cols: blocks
-                .iter()
-                .map(|b| b.conv.scratch_len(n))
-                .max()
-                .unwrap_or(0),
+            cols: blocks.iter().map(|b| b.scratch_len(n)).max().unwrap_or(0),
             conv: n * blocks.iter().map(Block::conv_len).max().unwrap_or(0),
         }
     }

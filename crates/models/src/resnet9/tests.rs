@@ -194,3 +194,29 @@ fn minibatch_training_learns_a_small_problem() {
     assert!(end < start / 3.0, "loss {start} -> {end}");
     assert!(model.count_correct(&p, batch, ws).unwrap() >= 18);
 }
+
+/// The small networks of these tests run both convolution paths (Winograd
+/// from 16 input channels, `im2col` below), so the gradient check above
+/// covers both; Page's network runs every convolution but the first by
+/// Winograd.
+#[test]
+fn small_and_full_networks_run_both_convolution_paths() {
+    let paths = |m: &ResNet9| m.blocks().iter().map(|b| b.winograd).collect::<Vec<_>>();
+    let small = paths(&small(2));
+    assert!(small.contains(&true) && small.contains(&false), "{small:?}");
+    let full = ResNet9::new(ResNet9 {
+        image: ImageShape {
+            height: 32,
+            width: 32,
+            channels: 3,
+        },
+        width: 64,
+        classes: 10,
+        augmentation: None,
+    })
+    .unwrap();
+    assert_eq!(
+        paths(&full),
+        [false, true, true, true, true, true, true, true]
+    );
+}

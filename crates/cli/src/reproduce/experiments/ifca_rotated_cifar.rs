@@ -47,6 +47,14 @@ pub(super) fn quick_cifar(narrow: &str) -> Vec<String> {
     .to_vec()
 }
 
+/// [`quick_cifar`] for the TF network (`cnn-ifca-cifar`), narrowed in its
+/// three widths.
+fn quick_tf_cifar() -> Vec<String> {
+    let mut o = quick_cifar("model.filters=2");
+    o.extend(["model.dense1=4", "model.dense2=3"].map(String::from));
+    o
+}
+
 /// The overrides every run of a CIFAR/FEMNIST reproduction shares: its rounds
 /// (`--rounds`, `quick` rounds with `--quick`, else the configs'), the quick
 /// sizes and `--data-dir`.
@@ -74,8 +82,11 @@ pub fn experiment(p: &Protocol) -> Experiment {
         protocol: format!(
             "k = 2 rotations (0 and 180 degrees) of CIFAR-10, {m} clients of {n} images (each \
              rotation its own permutation of the 50,000 training images), {t} test clients; the \
-             native cnn-cifar (5x5 convolutions of 32 and 64 channels, dense {hidden}) with \
-             random padded crops and flips; model averaging on a sampled {share} of the clients \
+             code's TF network (cnn-ifca-cifar: 5x5 convolutions of {filters} filters, 3x3/2 \
+             max-pooling, local response normalisation, dense {dense1} and {dense2}) on random \
+             24x24 crops with flips, brightness and contrast, standardised per image (the \
+             central crop at test), L2 0.004 on both hidden dense layers; model averaging on a \
+             sampled {share} of the clients \
              a round, 5 local epochs of 10 SGD steps on minibatches of 50 at lr 0.25, x0.99 per \
              round, {rounds} rounds (the paper's public code, cifar/config.json). Test accuracy: \
              each test client uses the model with the lowest loss on its data (local: each model \
@@ -84,7 +95,9 @@ pub fn experiment(p: &Protocol) -> Experiment {
             m = if p.quick { 4 } else { 200 },
             n = if p.quick { 10 } else { 500 },
             t = if p.quick { 2 } else { 40 },
-            hidden = if p.quick { 8 } else { 512 },
+            filters = if p.quick { 2 } else { 64 },
+            dense1 = if p.quick { 4 } else { 384 },
+            dense2 = if p.quick { 3 } else { 192 },
             share = if p.quick { "half" } else { "tenth (20)" },
         ),
         settings: vec![Setting {
@@ -98,7 +111,7 @@ pub fn experiment(p: &Protocol) -> Experiment {
             Method::new("local", "local", LOCAL).with_paper(paper(ACCURACY, 33.97, 1.19)),
         ],
         seeds: p.seeds(5),
-        overrides: common(p, 2, quick_cifar("model.hidden=8")),
+        overrides: common(p, 2, quick_tf_cifar()),
         tables: vec![
             Table {
                 title: "Table I: test accuracy % after the last round (rotated CIFAR-10)".into(),

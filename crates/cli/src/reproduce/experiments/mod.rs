@@ -3,6 +3,13 @@
 //! with overrides) and the paper's numbers.
 
 pub mod cflmgd_rotated_cifar;
+pub mod clustered_benchmark;
+pub mod clustered_benchmark_choice;
+pub mod clustered_benchmark_methods;
+pub mod clustered_benchmark_report;
+pub mod clustered_benchmark_sections;
+pub mod clustered_benchmark_settings;
+pub mod clustered_benchmark_stats;
 pub mod ifca_femnist;
 pub mod ifca_rotated_cifar;
 pub mod ifca_success;

@@ -92,7 +92,7 @@ pub fn experiment(p: &Protocol) -> Experiment {
         protocol: format!(
             "k = 2 rotations (0 and 180 degrees) of CIFAR-10, m = {m} clients of n = {n} images \
              (each rotation's clients hold a permutation of its 50,000 training images), 2 test \
-             clients; Page's ResNet9 (width {width}) with random translations by 2 and flips. \
+             clients; Page's ResNet9 (width {width}) with random translations by 2, flips and Cutout 8. \
              Every method trains with SGD (lr 0.5, momentum 0.9, weight decay 5e-4, a new \
              optimizer at each local training, minibatches of 100), {rounds} rounds of 5 local \
              iterations on half the clients (CFL: 16 members of each cluster). SR-FCA: ONE_SHOT \

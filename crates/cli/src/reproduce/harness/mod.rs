@@ -8,6 +8,7 @@
 
 mod claim;
 mod claims;
+mod held_out;
 mod numbers;
 mod report;
 mod spec;
@@ -29,10 +30,10 @@ use fedcluster_run::memory;
 pub use fedcluster_run::chart::Scale;
 pub(crate) use spec::config_file;
 pub use spec::{
-    Check, Claim, Column, ConfigFile, Experiment, FIGURES_ONLY, Field, Gap, Layout, Method, Metric,
-    POINTS, Paper, PaperClaim, Plot, Setting, TEN_PERCENT, Table, Tolerance, Tuned,
+    Check, Claim, Column, ConfigFile, Experiment, FIGURES_ONLY, Field, Gap, HeldOut, Layout,
+    Method, Metric, POINTS, Paper, PaperClaim, Plot, Setting, TEN_PERCENT, Table, Tolerance, Tuned,
 };
-pub use stored::Finished;
+pub use stored::{Finished, write_csv};
 
 /// How a reproduction is run.
 #[derive(Debug, Clone, Default)]
@@ -258,6 +259,40 @@ pub fn run(exp: &Experiment, o: &RunOptions) -> Result<String> {
     report::write(exp, &o.out, &finished, None)
 }
 
+/// One finished run of an experiment's grid, as [`finished_runs`] reads it.
+pub struct FinishedRun {
+    /// Index into [`Experiment::settings`].
+    pub setting: usize,
+    /// Index into [`Experiment::methods`].
+    pub method: usize,
+    /// The seed number, from 1.
+    pub seed: u64,
+    /// What the run left.
+    pub run: Finished,
+}
+
+/// Every finished run of `exp` in `out`, each checked against `exp`'s
+/// protocol: for an experiment that reads its runs itself (a search that
+/// picks the next grid, a report of its own).
+pub fn finished_runs(exp: &Experiment, out: &Path) -> Result<Vec<FinishedRun>> {
+    let mut grid = Grid {
+        exp,
+        threads: 0,
+        max_memory: None,
+        data: None,
+    };
+    Ok(grid
+        .finished(out)?
+        .into_iter()
+        .map(|(cell, run)| FinishedRun {
+            setting: cell.setting,
+            method: cell.method,
+            seed: cell.seed,
+            run,
+        })
+        .collect())
+}
+
 /// Why `exp` cannot start here, when it reports absent data
 /// ([`Experiment::report_absent_data`]), `o.out` holds no finished run and a
 /// selected cell's data directory is absent or empty: the data set's
@@ -352,7 +387,11 @@ impl Grid<'_> {
             if let Some(declared) = memory::declared_data(config) {
                 memory::check(&declared, self.max_memory)?;
             }
-            self.data = Some((key, build_data_set(config)?));
+            let mut data = build_data_set(config)?;
+            if let Some(h) = self.exp.held_out {
+                data = held_out::split(data, h)?;
+            }
+            self.data = Some((key, data));
         }
         Ok(&self.data.as_ref().expect("just built").1)
     }

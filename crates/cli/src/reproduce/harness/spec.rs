@@ -57,6 +57,23 @@ pub struct Experiment {
     /// and a clean exit ([`super::absent_data`]), instead of the missing-data
     /// error: for the experiments on data this workspace does not hold.
     pub report_absent_data: bool,
+    /// Score each run on held-out samples of its own training clients
+    /// instead of the data set's test clients ([`HeldOut`]): a validation
+    /// split for a hyper-parameter search, or a per-client test split.
+    pub held_out: Option<HeldOut>,
+}
+
+/// Each training client's samples cut in two, in the order the data set
+/// holds them: the first `train` stay its training data, the next `test`
+/// become its own test client (test client `i` is training client `i`'s
+/// split, scored with `test_pick = "personal"`); the rest are dropped, and so
+/// are the data set's own test clients.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HeldOut {
+    /// Samples each client trains on.
+    pub train: usize,
+    /// Samples after those that score it.
+    pub test: usize,
 }
 
 /// One column of the grid.
@@ -462,6 +479,10 @@ pub enum Field {
     /// Cluster accuracy of the round's participants (1 − their
     /// misclustering), in %.
     RoundClusterAccuracy,
+    /// Adjusted Rand index of the training clients' clustering.
+    Ari,
+    /// Normalised mutual information of the same.
+    Nmi,
 }
 
 impl Field {
@@ -478,6 +499,8 @@ impl Field {
             Field::MajorityMisclustering => r.majority_misclustering,
             Field::ClustersFound => r.clusters_found.map(|c| c as f64),
             Field::RoundClusterAccuracy => r.round_misclustering.map(|e| 100.0 * (1.0 - e)),
+            Field::Ari => r.ari,
+            Field::Nmi => r.nmi,
         }
     }
 
@@ -486,7 +509,11 @@ impl Field {
     pub fn higher_is_better(self) -> bool {
         matches!(
             self,
-            Field::TestAccuracy | Field::ClusterAccuracy | Field::RoundClusterAccuracy
+            Field::TestAccuracy
+                | Field::ClusterAccuracy
+                | Field::RoundClusterAccuracy
+                | Field::Ari
+                | Field::Nmi
         )
     }
 
@@ -503,6 +530,8 @@ impl Field {
             Field::MajorityMisclustering => "majority misclustering",
             Field::ClustersFound => "clusters found",
             Field::RoundClusterAccuracy => "participants' cluster accuracy %",
+            Field::Ari => "ARI",
+            Field::Nmi => "NMI",
         }
     }
 }

@@ -19,6 +19,10 @@
 //!   one).
 //! - [`smoothing`]: cross-entropy against label-smoothed targets, with its
 //!   gradient.
+//! - [`stage`]: a network's input stage ([`InputStage`]: a crop to a smaller
+//!   size, drawn in training and central at evaluation, per-image
+//!   standardisation, mean/std normalisation), applied at training and
+//!   evaluation alike.
 //! - [`weighted`]: training on a per-sample weighted loss `(1/n) Σ w_i ℓ_i`
 //!   (FedEM's and FedRC's components): full-batch, or on minibatches drawn in
 //!   proportion to the weights.
@@ -49,10 +53,12 @@ pub mod minibatch;
 pub mod prox;
 pub mod schedule;
 pub mod smoothing;
+pub mod stage;
 pub mod weighted;
 
 pub use augment::{Augmentation, Jitter};
 pub use schedule::Triangular;
+pub use stage::{InputStage, Normalize};
 
 /// A minibatch optimizer and its hyperparameters.
 #[derive(Debug, Clone, Copy, PartialEq)]
