@@ -30,6 +30,7 @@ mod pass;
 mod tests;
 mod train;
 
+use fedcluster_core::train::minibatch::run_steps;
 use fedcluster_core::train::{Augmentation, MinibatchSpec, OptimizerState};
 use fedcluster_core::{Batch, ImageShape, Model, Rng, Targets, TensorSpec, Workspace};
 
@@ -268,8 +269,9 @@ impl Model for ResNet9 {
         rng: &mut Rng,
         ws: &mut Workspace,
     ) -> Option<f64> {
-        Some(train::minibatch(
-            self, params, batch, spec, steps, state, rng, ws,
-        ))
+        let Some(mut pass) = train::NormPass::new(self, batch) else {
+            return Some(f64::NAN);
+        };
+        Some(run_steps(&mut pass, params, spec, steps, state, rng, ws))
     }
 }

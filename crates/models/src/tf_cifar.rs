@@ -22,6 +22,7 @@
 use rand::Rng as _;
 use rand_distr::StandardNormal;
 
+use fedcluster_core::train::minibatch::run_steps;
 use fedcluster_core::train::{Augmentation, InputStage, MinibatchSpec, OptimizerState};
 use fedcluster_core::{Batch, Model, Rng, Targets, TensorSpec, Workspace};
 
@@ -297,8 +298,9 @@ impl Model for TfCifarCnn {
         rng: &mut Rng,
         ws: &mut Workspace,
     ) -> Option<f64> {
-        Some(train::minibatch(
-            self, params, batch, spec, steps, state, rng, ws,
-        ))
+        let Some(mut pass) = train::StagedPass::new(self, batch) else {
+            return Some(f64::NAN);
+        };
+        Some(run_steps(&mut pass, params, spec, steps, state, rng, ws))
     }
 }

@@ -58,6 +58,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use fedcluster_core::train::minibatch::run_steps;
 use fedcluster_core::train::{MinibatchSpec, OptimizerState};
 use fedcluster_core::{Batch, Model, Rng, TensorSpec, Workspace};
 
@@ -246,8 +247,12 @@ impl Model for CarriedLstm {
         rng: &mut Rng,
         ws: &mut Workspace,
     ) -> Option<f64> {
-        Some(minibatch::steps(
-            self, params, batch, spec, steps, state, rng, ws,
-        ))
+        let Some(y) = self.net.targets(batch) else {
+            return Some(f64::NAN);
+        };
+        Some(with_carry(ws, self.net.state_len(1), |carry, ws| {
+            let mut pass = minibatch::CarriedPass::new(self, batch, y, carry);
+            run_steps(&mut pass, params, spec, steps, state, rng, ws)
+        }))
     }
 }

@@ -1,6 +1,6 @@
 //! ResNet9's local training: [`fedcluster_core::train`]'s full-batch
-//! gradient descent and minibatch loop (the same minibatches and
-//! augmentation draws, the same update formulas), with what batch
+//! gradient descent, and its minibatch loop run with [`NormPass`] (the same
+//! minibatches and augmentation draws, the same update formulas), with what batch
 //! normalisation adds, as the burn tier's loops do: the optimizer moves the
 //! trainable tensors only, and after each step every running statistic moves
 //! towards the step's batch statistics.
@@ -8,8 +8,10 @@
 use std::ops::Range;
 
 use fedcluster_core::params::{all_finite, axpy};
-use fedcluster_core::train::minibatch::{gather_features, next_rows, update_coordinates};
-use fedcluster_core::train::{MinibatchSpec, OptimizerState, Pull};
+use fedcluster_core::train::minibatch::{
+    Gather, MinibatchPass, add_pull, gather_classes, gather_features, update_coordinates,
+};
+use fedcluster_core::train::{MinibatchSpec, OptimizerState};
 use fedcluster_core::{Batch, Model, Rng, Workspace};
 
 use super::ResNet9;
@@ -61,73 +63,69 @@ fn trainable(model: &ResNet9) -> Vec<Range<usize>> {
     out
 }
 
-/// `steps` minibatch steps of `spec`, as
-/// [`fedcluster_core::train::minibatch::flat_steps`] draws and takes them.
-#[allow(clippy::too_many_arguments)]
-pub(super) fn minibatch(
-    model: &ResNet9,
-    params: &mut [f32],
-    batch: Batch<'_>,
-    spec: &MinibatchSpec<'_>,
-    steps: usize,
-    state: &mut OptimizerState,
-    rng: &mut Rng,
-    ws: &mut Workspace,
-) -> f64 {
-    let Some(y) = model.targets(batch) else {
-        return f64::NAN;
-    };
-    let (n, d) = (y.len(), batch.dim);
-    state.ready(spec.optimizer, params.len());
-    if steps == 0 {
-        return model.loss(params, batch, ws);
+/// ResNet9's minibatch step, for [`run_steps`]: the flat loop's gather
+/// (the same augmentation draws) through the training pass, the optimizer
+/// (and the proximal pull) on the trainable tensors only, then every running
+/// statistic moved towards the step's batch statistics.
+///
+/// [`run_steps`]: fedcluster_core::train::minibatch::run_steps
+pub(super) struct NormPass<'m, 'b> {
+    model: &'m ResNet9,
+    batch: Batch<'b>,
+    y: &'b [u32],
+    trainable: Vec<Range<usize>>,
+}
+
+impl<'m, 'b> NormPass<'m, 'b> {
+    /// The step on `batch`; `None` if the batch does not fit the network.
+    pub(super) fn new(model: &'m ResNet9, batch: Batch<'b>) -> Option<Self> {
+        let y = model.targets(batch)?;
+        let trainable = trainable(model);
+        Some(Self {
+            model,
+            batch,
+            y,
+            trainable,
+        })
     }
-    let ranges = trainable(model);
-    let augmentation = model.augmentation;
-    let size = spec.batch_size.clamp(1, n);
-    let mut scratch = std::mem::take(&mut ws.minibatch);
-    let mut grad = std::mem::take(&mut ws.grad);
-    grad.resize(params.len(), 0.0);
-    let order = &mut scratch.order;
-    order.clear();
-    order.extend(0..n);
-    let mut cursor = n; // start with a fresh shuffle
-    let mut first = f64::NAN;
-    for step in 0..steps {
-        let rows = next_rows(order, &mut cursor, size, rng);
-        scratch.x.clear();
-        gather_features(batch, rows, augmentation.as_ref(), rng, &mut scratch.x);
-        scratch.y_class.clear();
-        scratch.y_class.extend(rows.iter().map(|&r| y[r]));
-        let m = rows.len();
-        let loss = model.batch_pass(
-            params,
-            &scratch.x[..m * d],
-            &scratch.y_class,
-            Some(&mut grad),
-            ws,
-        );
-        if step == 0 {
-            first = loss;
-        }
-        if !loss.is_finite() || !all_finite(&grad) {
-            first = f64::NAN;
-            break;
-        }
-        if let Some(Pull { mu, centre }) = spec.pull {
-            for r in &ranges {
-                for i in r.clone() {
-                    grad[i] += mu * (params[i] - centre[i]);
-                }
-            }
+}
+
+impl MinibatchPass for NormPass<'_, '_> {
+    fn source(&self) -> (&dyn Model, Batch<'_>) {
+        (self.model, self.batch)
+    }
+
+    fn loss_grad(
+        &mut self,
+        params: &[f32],
+        mini: Gather<'_>,
+        rng: &mut Rng,
+        grad: &mut [f32],
+        ws: &mut Workspace,
+    ) -> f64 {
+        let augmentation = self.model.augmentation.as_ref();
+        gather_features(self.batch, mini.rows, augmentation, rng, mini.x);
+        gather_classes(self.y, mini.rows, mini.y_class);
+        self.model
+            .batch_pass(params, mini.x, mini.y_class, Some(grad), ws)
+    }
+
+    fn step(
+        &mut self,
+        spec: &MinibatchSpec<'_>,
+        params: &mut [f32],
+        grad: &mut [f32],
+        state: &mut OptimizerState,
+        rows: usize,
+        ws: &mut Workspace,
+    ) {
+        for r in &self.trainable {
+            add_pull(spec, r.clone(), params, grad);
         }
         state.t += 1;
-        for r in &ranges {
-            update_coordinates(spec, state, r.clone(), params, &grad);
+        for r in &self.trainable {
+            update_coordinates(spec, state, r.clone(), params, grad);
         }
-        model.update_running(params, m, ws);
+        self.model.update_running(params, rows, ws);
     }
-    ws.grad = grad;
-    ws.minibatch = scratch;
-    if all_finite(params) { first } else { f64::NAN }
 }

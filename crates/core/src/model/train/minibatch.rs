@@ -8,22 +8,28 @@
 //! ordinary contiguous [`Batch`]. With an [`Augmentation`], each gathered image
 //! then gets a crop offset and a flip, and its jitter (brightness, contrast,
 //! Cutout) when configured, drawn from the same stream, in row order.
-//! A model that trains on its own device ([`Model::train_minibatch`]) follows
-//! the same order and draws. Every step goes through [`update_coordinates`],
-//! which applies the spec's step-size schedule and its decay of chosen tensors
-//! ([`MinibatchSpec::schedule`], [`MinibatchSpec::decay`]), so loops that
-//! call it (the native ResNet9's, the carried-state LSTM's) get both.
+//! The loop itself is [`run_steps`] (in `run`): [`flat_steps`] runs it over
+//! [`Model::loss_grad`], and the models with their own CPU loop
+//! ([`Model::train_minibatch`]: the TF CIFAR network's staged images, the
+//! native ResNet9's running statistics, the carried-state LSTM's state) run
+//! it with their own [`MinibatchPass`]. A model that trains on its own device
+//! follows the same order and draws. Every step goes through
+//! [`update_coordinates`], which applies the spec's step-size schedule and
+//! its decay of chosen tensors ([`MinibatchSpec::schedule`],
+//! [`MinibatchSpec::decay`]).
 
 use rand::Rng as _;
 use rand::seq::SliceRandom;
 
 use super::{
     ADAM_BETA1, ADAM_BETA2, ADAM_EPS, Augmentation, LayerDecay, MinibatchOptimizer, MinibatchSpec,
-    OptimizerState, Pull,
+    OptimizerState,
 };
-use crate::model::{Batch, MinibatchScratch, Model, Targets, Workspace};
-use crate::params::all_finite;
+use crate::model::{Batch, Model, Targets, Workspace};
 use crate::rng::Rng;
+
+mod run;
+pub use run::{Gather, MinibatchPass, add_pull, run_steps};
 
 /// `steps` minibatch steps of `spec` on `batch` from `params`, continuing
 /// `state`: the model's own ([`Model::train_minibatch`]) where it has one,
@@ -116,9 +122,9 @@ pub fn augmentation_draw(aug: &Augmentation, rng: &mut Rng) -> (isize, isize, bo
 }
 
 /// `steps` steps of `spec` through [`Model::loss_grad`] on gathered
-/// minibatches. Returns the mean loss (the model's alone) of the first
-/// minibatch, non-finite (and `params` left at the last finite iterate) if
-/// training diverged.
+/// minibatches ([`run_steps`] over [`FlatPass`]). Returns the mean loss (the
+/// model's alone) of the first minibatch, non-finite (and `params` left at
+/// the last finite iterate) if training diverged.
 #[allow(clippy::too_many_arguments)]
 pub fn flat_steps(
     model: &dyn Model,
@@ -130,54 +136,51 @@ pub fn flat_steps(
     rng: &mut Rng,
     ws: &mut Workspace,
 ) -> f64 {
-    let (n, p, d) = (batch.len(), params.len(), batch.dim);
-    state.ready(spec.optimizer, p);
-    if n == 0 || steps == 0 {
-        return model.loss(params, batch, ws);
+    let mut pass = FlatPass {
+        model,
+        batch,
+        augmentation: model.augmentation(),
+    };
+    run_steps(&mut pass, params, spec, steps, state, rng, ws)
+}
+
+/// The flat loop's step: the rows gathered as they are (each image
+/// augmented when the model has an augmentation), through
+/// [`Model::loss_grad`].
+struct FlatPass<'m, 'b> {
+    model: &'m dyn Model,
+    batch: Batch<'b>,
+    augmentation: Option<Augmentation>,
+}
+
+impl MinibatchPass for FlatPass<'_, '_> {
+    fn source(&self) -> (&dyn Model, Batch<'_>) {
+        (self.model, self.batch)
     }
-    let augmentation = model.augmentation();
-    let size = spec.batch_size.clamp(1, n);
-    let mut scratch = std::mem::take(&mut ws.minibatch);
-    let MinibatchScratch {
-        order,
-        x,
-        y_real,
-        y_class,
-    } = &mut scratch;
-    order.clear();
-    order.extend(0..n);
-    let mut cursor = n; // start with a fresh shuffle
-    let mut grad = std::mem::take(&mut ws.grad);
-    grad.resize(p, 0.0);
-    let mut first = f64::NAN;
-    for step in 0..steps {
-        let rows = next_rows(order, &mut cursor, size, rng);
-        x.clear();
-        gather_features(batch, rows, augmentation.as_ref(), rng, x);
-        let targets = gather_targets(batch.y, rows, y_real, y_class);
+
+    fn loss_grad(
+        &mut self,
+        params: &[f32],
+        mini: Gather<'_>,
+        rng: &mut Rng,
+        grad: &mut [f32],
+        ws: &mut Workspace,
+    ) -> f64 {
+        let Gather {
+            rows,
+            x,
+            y_real,
+            y_class,
+        } = mini;
+        gather_features(self.batch, rows, self.augmentation.as_ref(), rng, x);
+        let y = gather_targets(self.batch.y, rows, y_real, y_class);
         let mini = Batch {
             x,
-            y: targets,
-            dim: d,
+            y,
+            dim: self.batch.dim,
         };
-        let loss = model.loss_grad(params, mini, &mut grad, ws);
-        if step == 0 {
-            first = loss;
-        }
-        if !loss.is_finite() || !all_finite(&grad) {
-            first = f64::NAN;
-            break;
-        }
-        if let Some(Pull { mu, centre }) = spec.pull {
-            for ((g, w), c) in grad.iter_mut().zip(params.iter()).zip(centre) {
-                *g += mu * (w - c);
-            }
-        }
-        update(spec, params, &grad, state);
+        self.model.loss_grad(params, mini, grad, ws)
     }
-    ws.grad = grad;
-    ws.minibatch = scratch;
-    if all_finite(params) { first } else { f64::NAN }
 }
 
 /// The targets of `rows` of `y`, gathered into `y_real` or `y_class`.
@@ -194,11 +197,16 @@ pub(super) fn gather_targets<'s>(
             Targets::Real(y_real)
         }
         Targets::Class(y) => {
-            y_class.clear();
-            y_class.extend(rows.iter().map(|&r| y[r]));
+            gather_classes(y, rows, y_class);
             Targets::Class(y_class)
         }
     }
+}
+
+/// The class labels of `rows` of `y`, into `out` (cleared first).
+pub fn gather_classes(y: &[u32], rows: &[usize], out: &mut Vec<u32>) {
+    out.clear();
+    out.extend(rows.iter().map(|&r| y[r]));
 }
 
 /// One optimizer step along `grad` (the proximal pull already in it).

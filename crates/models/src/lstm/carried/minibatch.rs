@@ -1,76 +1,60 @@
-//! One local training of [`CarriedLstm`]: the minibatches, augmentation-free
-//! draws and update formulas of `fedcluster_core::train::minibatch::flat_steps`,
-//! each minibatch's windows starting from the last states of the previous
-//! minibatch's (zeros at the first and after a change of size; detached).
+//! [`CarriedLstm`]'s minibatch step, [`CarriedPass`], for
+//! `fedcluster_core::train::minibatch`'s loop (the flat loop's minibatches,
+//! augmentation-free draws and update formulas): each minibatch's windows
+//! start from the last states of the previous minibatch's (zeros at the
+//! first and after a change of size; detached).
 
-use fedcluster_core::params::all_finite;
-use fedcluster_core::train::minibatch::{gather_features, next_rows, update_coordinates};
-use fedcluster_core::train::{MinibatchSpec, OptimizerState, Pull};
-use fedcluster_core::{Batch, MinibatchScratch, Model, Rng, Workspace};
+use fedcluster_core::train::minibatch::{Gather, MinibatchPass, gather_classes, gather_features};
+use fedcluster_core::{Batch, Model, Rng, Workspace};
 
-use super::{CarriedLstm, with_carry};
+use super::CarriedLstm;
+use super::state::Carry;
 
-/// `steps` minibatch steps of `spec` from `params`, continuing `state`;
-/// returns the first minibatch's mean loss, non-finite (with `params` at the
-/// last finite iterate) if training diverged, NaN if the batch does not fit.
-#[allow(clippy::too_many_arguments)]
-pub(super) fn steps(
-    model: &CarriedLstm,
-    params: &mut [f32],
-    batch: Batch<'_>,
-    spec: &MinibatchSpec<'_>,
-    steps: usize,
-    state: &mut OptimizerState,
-    rng: &mut Rng,
-    ws: &mut Workspace,
-) -> f64 {
-    let p = params.len();
-    state.ready(spec.optimizer, p);
-    let net = model.net();
-    let Some(y) = net.targets(batch) else {
-        return f64::NAN;
-    };
-    let n = y.len();
-    if n == 0 || steps == 0 {
-        return model.loss(params, batch, ws);
-    }
-    let size = spec.batch_size.clamp(1, n);
-    let mut scratch = std::mem::take(&mut ws.minibatch);
-    let MinibatchScratch {
-        order, x, y_class, ..
-    } = &mut scratch;
-    order.clear();
-    order.extend(0..n);
-    let mut cursor = n; // start with a fresh shuffle
-    let mut grad = std::mem::take(&mut ws.grad);
-    grad.resize(p, 0.0);
-    let first = with_carry(ws, net.state_len(1), |carry, ws| {
-        let mut first = f64::NAN;
-        for step in 0..steps {
-            let rows = next_rows(order, &mut cursor, size, rng);
-            x.clear();
-            gather_features(batch, rows, None, rng, x);
-            y_class.clear();
-            y_class.extend(rows.iter().map(|&r| y[r]));
-            let start = carry.for_batch(rows.len());
-            let loss = net.batch_loss_grad(params, x, y_class, &mut grad, ws, Some(start));
-            if step == 0 {
-                first = loss;
-            }
-            if !loss.is_finite() || !all_finite(&grad) {
-                return f64::NAN;
-            }
-            if let Some(Pull { mu, centre }) = spec.pull {
-                for ((g, w), c) in grad.iter_mut().zip(params.iter()).zip(centre) {
-                    *g += mu * (w - c);
-                }
-            }
-            state.t += 1;
-            update_coordinates(spec, state, 0..p, params, &grad);
+/// The carried-state step on a batch whose labels fit, over one local
+/// training's [`Carry`] (lent by `with_carry` around the whole loop; with no
+/// step to take, the loop's whole-batch evaluation lends itself a buffer of
+/// its own).
+pub(super) struct CarriedPass<'a, 'b> {
+    model: &'a CarriedLstm,
+    batch: Batch<'b>,
+    y: &'b [u32],
+    carry: &'a mut Carry,
+}
+
+impl<'a, 'b> CarriedPass<'a, 'b> {
+    /// The step on `batch` (labels `y`), carrying the state in `carry`.
+    pub(super) fn new(
+        model: &'a CarriedLstm,
+        batch: Batch<'b>,
+        y: &'b [u32],
+        carry: &'a mut Carry,
+    ) -> Self {
+        Self {
+            model,
+            batch,
+            y,
+            carry,
         }
-        first
-    });
-    ws.grad = grad;
-    ws.minibatch = scratch;
-    if all_finite(params) { first } else { f64::NAN }
+    }
+}
+
+impl MinibatchPass for CarriedPass<'_, '_> {
+    fn source(&self) -> (&dyn Model, Batch<'_>) {
+        (self.model, self.batch)
+    }
+
+    fn loss_grad(
+        &mut self,
+        params: &[f32],
+        mini: Gather<'_>,
+        rng: &mut Rng,
+        grad: &mut [f32],
+        ws: &mut Workspace,
+    ) -> f64 {
+        gather_features(self.batch, mini.rows, None, rng, mini.x);
+        gather_classes(self.y, mini.rows, mini.y_class);
+        let start = self.carry.for_batch(mini.rows.len());
+        let net = self.model.net();
+        net.batch_loss_grad(params, mini.x, mini.y_class, grad, ws, Some(start))
+    }
 }
