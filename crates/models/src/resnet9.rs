@@ -22,6 +22,15 @@
 //! ([`Model::loss`], [`Model::count_correct`]) normalises with them, while
 //! [`Model::loss_grad`] uses the batch's statistics and updates nothing, as
 //! the burn tier does. The width `w` is a parameter (Page: 64).
+//!
+//! Two recipe pieces of the SR-FCA public code, off by default: a per-channel
+//! `(v − mean) / std` normalisation of the input images (torchvision's
+//! `Normalize`), applied in every pass, training (after the augmentation)
+//! and evaluation alike; and label smoothing of the loss
+//! ([`smoothed_cross_entropy`]), in training and evaluation alike (as the
+//! code's `calc_loss`).
+//!
+//! [`smoothed_cross_entropy`]: fedcluster_core::train::smoothing::smoothed_cross_entropy
 
 mod block;
 mod loss;
@@ -31,7 +40,7 @@ mod tests;
 mod train;
 
 use fedcluster_core::train::minibatch::run_steps;
-use fedcluster_core::train::{Augmentation, MinibatchSpec, OptimizerState};
+use fedcluster_core::train::{Augmentation, MinibatchSpec, Normalize, OptimizerState};
 use fedcluster_core::{Batch, ImageShape, Model, Rng, Targets, TensorSpec, Workspace};
 
 use crate::cnn::conv::Conv;
@@ -59,11 +68,17 @@ pub struct ResNet9 {
     pub classes: usize,
     /// Augmentation of the input images in minibatch local training.
     pub augmentation: Option<Augmentation>,
+    /// Per-channel normalisation of the input images, in every pass (`None`:
+    /// the images as given).
+    pub normalize: Option<Normalize>,
+    /// Label smoothing `ε` of the loss, in `[0, 1)` (0: plain cross-entropy).
+    pub label_smoothing: f32,
 }
 
 impl ResNet9 {
     /// Checks a shape: width and channels at least 1, at least 2 classes,
-    /// square images whose side is a multiple of 8 (three poolings).
+    /// square images whose side is a multiple of 8 (three poolings), a
+    /// normalisation for the images' channels, a smoothing in `[0, 1)`.
     pub fn new(shape: ResNet9) -> Result<Self> {
         let bad = |why: String| {
             Err(ModelError::Invalid {
@@ -85,6 +100,20 @@ impl ResNet9 {
         if height != width || height < 8 || height % 8 != 0 {
             return bad(format!(
                 "images must be square with a side that is a multiple of 8, got {height}x{width}"
+            ));
+        }
+        if let Some(n) = shape.normalize
+            && n.channels != channels
+        {
+            return bad(format!(
+                "normalize has statistics for {} channel(s), the images have {channels}",
+                n.channels
+            ));
+        }
+        if !(0.0..1.0).contains(&shape.label_smoothing) {
+            return bad(format!(
+                "label smoothing must lie in [0, 1), got {}",
+                shape.label_smoothing
             ));
         }
         Ok(shape)

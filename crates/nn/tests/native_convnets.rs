@@ -166,6 +166,8 @@ fn resnet_tiers(augment: bool) -> (Box<dyn Model>, Box<dyn Model>) {
             width: 2,
             backend,
             augment,
+            normalize: None,
+            label_smoothing: 0.0,
         }
         .build(&input)
         .unwrap()

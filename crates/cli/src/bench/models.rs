@@ -174,6 +174,8 @@ pub(super) fn cases(only: Option<&str>) -> Result<Vec<Case>> {
         width: resnet.width,
         classes: resnet.classes,
         augmentation: None,
+        normalize: None,
+        label_smoothing: 0.0,
     })?;
     cases.push(case(
         "resnet9 32x32x3, native",

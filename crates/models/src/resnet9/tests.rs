@@ -3,7 +3,7 @@
 
 use rand::Rng as _;
 
-use fedcluster_core::train::{MinibatchOptimizer, MinibatchSpec, OptimizerState};
+use fedcluster_core::train::{MinibatchOptimizer, MinibatchSpec, Normalize, OptimizerState};
 use fedcluster_core::{Batch, ImageShape, Model, Purpose, Targets, Workspace, stream};
 
 use super::*;
@@ -18,6 +18,8 @@ fn small(width: usize) -> ResNet9 {
         width,
         classes: 3,
         augmentation: None,
+        normalize: None,
+        label_smoothing: 0.0,
     })
     .unwrap()
 }
@@ -50,6 +52,8 @@ fn pages_resnet9_has_the_expected_size_and_tensors() {
         width: 64,
         classes: 10,
         augmentation: None,
+        normalize: None,
+        label_smoothing: 0.0,
     })
     .unwrap();
     // 6,573,120 trainable (the 6.57M usually quoted) + 4,480 running statistics.
@@ -83,10 +87,28 @@ fn pages_resnet9_has_the_expected_size_and_tensors() {
 /// 1e-4 of the burn tier's, itself checked in f64 with exact steps.
 #[test]
 fn gradient_matches_finite_differences() {
-    let model = small(2);
-    let (x, y) = data(&model, 6, 3);
+    check_gradient(&small(2));
+}
+
+/// With the SR-FCA recipe on (label smoothing and a normalisation of the
+/// inputs), the gradient is still that of the training-mode loss.
+#[test]
+fn gradient_matches_finite_differences_with_smoothing_and_normalisation() {
+    let model = ResNet9::new(ResNet9 {
+        normalize: Normalize::new(&[0.1, -0.1], &[0.8, 1.25]),
+        label_smoothing: 0.1,
+        ..small(2)
+    })
+    .unwrap();
+    check_gradient(&model);
+}
+
+/// The gradient of [`ResNet9::training_loss`] against central differences,
+/// tensor by tensor (zero on the running statistics).
+fn check_gradient(model: &ResNet9) {
+    let (x, y) = data(model, 6, 3);
     let batch = Batch::new(&x, Targets::Class(&y), model.input_dim()).unwrap();
-    let p = init(&model, 3);
+    let p = init(model, 3);
     let ws = &mut Workspace::default();
     let mut grad = vec![0.0; p.len()];
     let loss = model.loss_grad(&p, batch, &mut grad, ws);
@@ -213,6 +235,8 @@ fn small_and_full_networks_run_both_convolution_paths() {
         width: 64,
         classes: 10,
         augmentation: None,
+        normalize: None,
+        label_smoothing: 0.0,
     })
     .unwrap();
     assert_eq!(

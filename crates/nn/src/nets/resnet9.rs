@@ -21,17 +21,20 @@ use burn::tensor::backend::Backend;
 use serde::{Deserialize, Serialize};
 
 use fedcluster_core::ImageShape;
+use fedcluster_core::train::Normalize;
 use fedcluster_core::{Input, Model};
 
 use crate::config::{self, AugmentConfig, ModelBackend};
 use crate::flat::{Init, ParamSpec};
 use crate::layers::{Norm, act, batch_norm, conv2d, dense, global_max_pool, images, max_pool2};
 use crate::net::Architecture;
+use crate::nets::ifca_cifar::NormalizeConfig;
 use crate::{Net, NnError};
 
 /// `[model] kind = "resnet9"`: ResNet9 (Page 2019), the SR-FCA paper's CIFAR
-/// network, native by default.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// network, native by default, with the SR-FCA code's recipe keys
+/// `normalize` and `label_smoothing` (native only; off by default).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ResNet9Config {
     /// Image channels.
@@ -46,6 +49,13 @@ pub struct ResNet9Config {
     /// Augmentation of local training.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub augment: Option<AugmentConfig>,
+    /// A per-channel `(v − mean) / std` of the input images, at training
+    /// (after the augmentation) and evaluation alike.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub normalize: Option<NormalizeConfig>,
+    /// Label smoothing `ε` of the loss (training and evaluation), in `[0, 1)`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub label_smoothing: f32,
 }
 
 impl ResNet9Config {
@@ -61,7 +71,19 @@ impl ResNet9Config {
         let augmentation = AugmentConfig::of(self.augment, image);
         // The burn network's checks name the keys for both backends.
         Net::ResNet9(net).check()?;
+        let normalize = self.recipe(image.channels)?;
         if !config::native(self.backend) {
+            if normalize.is_some() || self.label_smoothing != 0.0 {
+                let key = if normalize.is_some() {
+                    "normalize"
+                } else {
+                    "label_smoothing"
+                };
+                return Err(config::invalid(
+                    key,
+                    "is built on the native backend only; remove `backend` or this key",
+                ));
+            }
             return config::on_burn(Net::ResNet9(net), self.backend, augmentation);
         }
         let shape = fedcluster_models::ResNet9 {
@@ -69,10 +91,38 @@ impl ResNet9Config {
             width: self.width,
             classes,
             augmentation,
+            normalize,
+            label_smoothing: self.label_smoothing,
         };
         Ok(Box::new(
             fedcluster_models::ResNet9::new(shape).map_err(NnError::NativeShape)?,
         ))
+    }
+}
+
+impl ResNet9Config {
+    /// The recipe keys checked against images of `channels` channels: the
+    /// normalisation, if any.
+    fn recipe(&self, channels: usize) -> Result<Option<Normalize>, NnError> {
+        if !(0.0..1.0).contains(&self.label_smoothing) {
+            return Err(config::invalid(
+                "label_smoothing",
+                format!("must lie in [0, 1), got {}", self.label_smoothing),
+            ));
+        }
+        let normalize = self.normalize.map(|n| n.0);
+        if let Some(n) = normalize
+            && n.channels != channels
+        {
+            return Err(config::invalid(
+                "normalize",
+                format!(
+                    "has statistics for {} channel(s), the images have {channels}",
+                    n.channels
+                ),
+            ));
+        }
+        Ok(normalize)
     }
 }
 
@@ -223,4 +273,11 @@ impl Architecture for ResNet9 {
         x = x + block(r, 7);
         dense(global_max_pool(x), &p[40], None) * 0.125
     }
+}
+
+#[cfg(test)]
+mod tests;
+
+fn is_zero(v: &f32) -> bool {
+    *v == 0.0
 }
