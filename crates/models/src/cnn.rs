@@ -14,13 +14,13 @@
 //! (`classes x hidden`) and `b`; all initialised like PyTorch (`U(±1/√fan_in)`).
 
 use fedcluster_core::train::Augmentation;
-use fedcluster_core::{Batch, Model, Rng, Targets, TensorSpec, Workspace};
+use fedcluster_core::{Batch, Model, Rng, TensorSpec, Workspace};
 
 use crate::init::uniform_fan_in;
 use crate::logistic::{
     bias_grad, count_argmax_matches, loss_and_softmax_minus_onehot, sample_loss,
 };
-use crate::{ModelError, Result, TargetKind, fits, inv_len};
+use crate::{ModelError, Result, TargetKind, inv_len};
 
 pub(crate) mod conv;
 pub mod conv_timing;
@@ -171,10 +171,7 @@ impl Cnn {
     }
 
     fn targets<'a>(&self, batch: Batch<'a>) -> Option<&'a [u32]> {
-        match batch.y {
-            Targets::Class(y) if fits(batch, self.height * self.width * self.channels) => Some(y),
-            _ => None,
-        }
+        crate::class_targets(batch, self.height * self.width * self.channels)
     }
 }
 

@@ -123,6 +123,15 @@ pub(crate) fn fits(batch: Batch<'_>, dim: usize) -> bool {
     batch.dim == dim && Some(batch.x.len()) == batch.len().checked_mul(dim)
 }
 
+/// The class labels of a batch that fits `dim` features per sample; `None`
+/// for real targets or a batch of another shape.
+pub(crate) fn class_targets(batch: Batch<'_>, dim: usize) -> Option<&[u32]> {
+    match batch.y {
+        Targets::Class(y) if fits(batch, dim) => Some(y),
+        _ => None,
+    }
+}
+
 /// `1 / n` as the scale of a mean; `0` for an empty batch, whose mean loss and
 /// gradient are defined as zero.
 pub(crate) fn inv_len(n: usize) -> f64 {

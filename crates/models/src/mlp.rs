@@ -14,13 +14,13 @@
 //! logits `Z` (turned into `Δ` in place), `bufs[2]` the hidden gradient `D`.
 
 use fedcluster_core::linalg::{MatMut, MatRef, matmul};
-use fedcluster_core::{Batch, Model, Rng, Targets, TensorSpec, Workspace};
+use fedcluster_core::{Batch, Model, Rng, TensorSpec, Workspace};
 
 use crate::init::uniform_fan_in;
 use crate::logistic::{
     bias_grad, count_argmax_matches, loss_and_softmax_minus_onehot, sample_loss,
 };
-use crate::{ModelError, Result, TargetKind, fits, inv_len};
+use crate::{ModelError, Result, TargetKind, inv_len};
 
 mod kernel;
 mod momentum;
@@ -91,10 +91,7 @@ impl Mlp {
     }
 
     fn targets<'a>(&self, batch: Batch<'a>) -> Option<&'a [u32]> {
-        match batch.y {
-            Targets::Class(y) if fits(batch, self.input) => Some(y),
-            _ => None,
-        }
+        crate::class_targets(batch, self.input)
     }
 
     /// Hidden activations `a` and logits `z` of the batch `x`.
@@ -322,6 +319,7 @@ impl Model for Mlp {
 mod tests {
     use super::*;
     use crate::gradcheck::{finite_differences, max_rel_error};
+    use fedcluster_core::Targets;
     use fedcluster_core::{Purpose, stream};
     use rand::Rng as _;
 

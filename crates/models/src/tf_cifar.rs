@@ -24,10 +24,10 @@ use rand_distr::StandardNormal;
 
 use fedcluster_core::train::minibatch::run_steps;
 use fedcluster_core::train::{Augmentation, InputStage, MinibatchSpec, OptimizerState};
-use fedcluster_core::{Batch, Model, Rng, Targets, TensorSpec, Workspace};
+use fedcluster_core::{Batch, Model, Rng, TensorSpec, Workspace};
 
 use crate::cnn::conv::Conv;
-use crate::{ModelError, Result, TargetKind, fits};
+use crate::{ModelError, Result, TargetKind};
 
 pub mod lrn;
 mod pass;
@@ -158,10 +158,7 @@ impl TfCifarCnn {
     }
 
     fn targets<'a>(&self, batch: Batch<'a>) -> Option<&'a [u32]> {
-        match batch.y {
-            Targets::Class(y) if fits(batch, self.stage.raw_dim()) => Some(y),
-            _ => None,
-        }
+        crate::class_targets(batch, self.stage.raw_dim())
     }
 }
 

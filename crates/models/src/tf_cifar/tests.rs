@@ -4,7 +4,7 @@
 
 use fedcluster_core::train::minibatch::flat_steps;
 use fedcluster_core::train::{MinibatchOptimizer, Normalize};
-use fedcluster_core::{ImageShape, Purpose, stream};
+use fedcluster_core::{ImageShape, Purpose, Targets, stream};
 
 use super::*;
 use crate::gradcheck::max_rel_error;
