@@ -76,6 +76,11 @@ impl<W: Write> LineLog<W> {
         self.line(format_args!("{what}: {how} after {took}{then}"));
     }
 
+    /// A line of its own (`what: resuming from FILE`).
+    pub fn note(&self, text: &str) {
+        self.line(format_args!("{text}"));
+    }
+
     /// The writer, for a caller that kept the lines.
     pub fn into_inner(self) -> W {
         self.out.into_inner()

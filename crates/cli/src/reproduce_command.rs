@@ -23,6 +23,10 @@ pub struct OutputArgs {
     /// the memory the machine has).
     #[arg(long, value_name = "SIZE", value_parser = fedcluster_run::memory::parse_size)]
     pub max_memory: Option<u64>,
+    /// Checkpoint each run every N rounds (0: every 5 minutes, and after its
+    /// last round) into <run dir>.checkpoint/; a killed run resumes from there.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub checkpoint_every: usize,
 }
 
 /// The flags of the grid experiments.
@@ -179,6 +183,7 @@ impl GridArgs {
             out: self.output.out.unwrap_or_default(),
             threads: self.output.threads,
             max_memory: self.output.max_memory,
+            checkpoint_every: self.output.checkpoint_every,
             only_settings: self.only_settings,
             only_methods: self.only_methods,
             only_seeds: self.only_seeds,
@@ -236,6 +241,7 @@ impl Reproduce {
                     out: output.out.unwrap_or_default(),
                     threads: output.threads,
                     max_memory: output.max_memory,
+                    checkpoint_every: output.checkpoint_every,
                     only_seeds: only_trials,
                     ..Default::default()
                 };

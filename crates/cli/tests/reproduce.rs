@@ -1,8 +1,8 @@
 //! The reproduction harness on a tiny synthetic grid: every finished run is
 //! saved, a re-run resumes, extra seeds are added, runs of another protocol
 //! are refused, a diverged run is a result, and a killed `fedcluster
-//! reproduce` loses at most the run in flight; `reproduce/reports.rs`: what
-//! the report says.
+//! reproduce` loses at most the run in flight, and the run in flight resumes
+//! from its last checkpoint; `reproduce/reports.rs`: what the report says.
 
 #[path = "reproduce/fixture.rs"]
 mod fixture;
@@ -340,5 +340,95 @@ fn a_killed_reproduction_resumes_without_redoing_finished_runs() {
     assert!(log.contains(&format!("run {todo}/{todo}: a · ")), "{log}");
     let report = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(report.contains("24 finished runs"), "{report}");
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+/// A run killed with SIGKILL mid-way resumes from its checkpoint in
+/// `<run dir>.checkpoint/` and saves, byte for byte, the `metrics.csv` of the
+/// run that was never interrupted; the checkpoint is removed once it is saved.
+#[test]
+fn a_run_killed_mid_way_resumes_from_its_checkpoint() {
+    let args = |out: &Path| -> Vec<String> {
+        [
+            "reproduce",
+            "mixed-regression",
+            "--only-setting",
+            "a",
+            "--only-method",
+            "ifca",
+            "--rounds",
+            "3000",
+            "--seeds",
+            "1",
+            "--threads",
+            "1",
+            "--checkpoint-every",
+            "100",
+            "--out",
+        ]
+        .iter()
+        .map(|a| a.to_string())
+        .chain([out.display().to_string()])
+        .collect()
+    };
+    let killed = temp_dir("killed-mid-run");
+    let run = killed.join("runs/a/ifca/seed-1");
+    let checkpoint = killed.join("runs/a/ifca/seed-1.checkpoint/checkpoint.bin");
+    let mut child = fedcluster(&[]).args(args(&killed)).spawn().unwrap();
+    let start = std::time::Instant::now();
+    while !checkpoint.exists() && start.elapsed() < Duration::from_secs(120) {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(
+        checkpoint.exists() && !run.join("metrics.csv").exists(),
+        "the kill should land after a checkpoint and before the run is saved"
+    );
+    let resumed = fedcluster(&[]).args(args(&killed)).output().unwrap();
+    let log = String::from_utf8_lossy(&resumed.stderr);
+    assert!(resumed.status.success(), "{log}");
+    assert!(log.contains(": resuming from "), "{log}");
+    assert!(!checkpoint.parent().unwrap().exists(), "checkpoint left behind");
+
+    let whole = temp_dir("never-killed");
+    let status = fedcluster(&[]).args(args(&whole)).output().unwrap();
+    assert!(status.status.success());
+    let metrics = |out: &Path| std::fs::read(out.join("runs/a/ifca/seed-1/metrics.csv")).unwrap();
+    assert!(metrics(&killed) == metrics(&whole), "the resumed run differs");
+    for out in [killed, whole] {
+        let _ = std::fs::remove_dir_all(out);
+    }
+}
+
+/// A checkpoint that does not belong to the run (damaged, or of another
+/// protocol) is refused naming it and how to start the run over, never
+/// resumed into a different result.
+#[test]
+fn a_damaged_checkpoint_is_refused_naming_it() {
+    let out = temp_dir("damaged-checkpoint");
+    let dir = out.join("runs/a/ifca/seed-1.checkpoint");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("checkpoint.bin"), b"not a checkpoint").unwrap();
+    let status = fedcluster(&[
+        "reproduce",
+        "mixed-regression",
+        "--only-setting",
+        "a",
+        "--only-method",
+        "ifca",
+        "--rounds",
+        "3",
+        "--seeds",
+        "1",
+        "--out",
+    ])
+    .arg(&out)
+    .output()
+    .unwrap();
+    let err = String::from_utf8_lossy(&status.stderr);
+    assert!(!status.status.success(), "{err}");
+    assert!(err.contains("checkpoint.bin"), "{err}");
+    assert!(err.contains("to start it over"), "{err}");
     let _ = std::fs::remove_dir_all(&out);
 }

@@ -23,9 +23,11 @@ use fedcluster_data::DataSet;
 use fedcluster_sim::EngineError;
 
 use crate::progress::LineLog;
+use fedcluster_run::checkpoint::{CHECKPOINT_FILE, Policy};
 use fedcluster_run::config::RunConfig;
-use fedcluster_run::experiment::{build_data_set, build_model, execute_with};
+use fedcluster_run::experiment::{Control, build_data_set, build_model, execute_controlled};
 use fedcluster_run::memory;
+use fedcluster_run::rundir::sibling;
 
 pub use fedcluster_run::chart::Scale;
 pub(crate) use spec::config_file;
@@ -50,6 +52,9 @@ pub struct RunOptions {
     pub only_seeds: Vec<u64>,
     /// Each run's memory limit (`--max-memory`; else the machine's).
     pub max_memory: Option<u64>,
+    /// Checkpoint each run every this many rounds (0: every
+    /// [`CHECKPOINT_EVERY`]; see [`checkpoint_policy`]).
+    pub checkpoint_every: usize,
 }
 
 /// One cell of the grid: a (setting, method, seed).
@@ -227,13 +232,34 @@ pub fn run(exp: &Experiment, o: &RunOptions) -> Result<String> {
         let model = build_model(&config, &data).with_context(|| label.clone())?;
         let estimate = memory::estimate(&config, &data, model.as_ref());
         memory::check(&estimate, o.max_memory).with_context(|| label.clone())?;
-        let outcome = execute_with(&config, &data, model.as_ref(), &mut |p| {
-            bar.set_message(format!("{label} · round {}/{rounds}", p.round + 1));
-            if let Some(lines) = &lines {
-                lines.round(&what, p.round + 1, rounds);
-            }
-        });
         let dir = exp.run_dir(&o.out, &cell);
+        let checkpoint =
+            checkpoint_policy(&dir, o.checkpoint_every).with_context(|| label.clone())?;
+        let checkpoint_dir = checkpoint.path.parent().map(Path::to_path_buf);
+        if checkpoint.path.is_file() {
+            let resuming = format!("{what}: resuming from {}", checkpoint.path.display());
+            match &lines {
+                Some(lines) => lines.note(&resuming),
+                None => bar.println(resuming),
+            }
+        }
+        let control = Control {
+            ready: &mut || Ok(()),
+            progress: &mut |p| {
+                bar.set_message(format!("{label} · round {}/{rounds}", p.round + 1));
+                if let Some(lines) = &lines {
+                    lines.round(&what, p.round + 1, rounds);
+                }
+            },
+            checkpoint: Some(checkpoint),
+        };
+        let outcome =
+            execute_controlled(&config, &data, model.as_ref(), control).with_context(|| {
+                format!(
+                    "{label} (delete {}.checkpoint to start it over)",
+                    dir.display()
+                )
+            });
         let how = match &outcome {
             Ok(outcome) => {
                 stored::save(&dir, &config, Ok(outcome), exp.last_round_only)?;
@@ -245,6 +271,10 @@ pub fn run(exp: &Experiment, o: &RunOptions) -> Result<String> {
             }
             Err(e) => bail!("{label}: {e:#}"),
         };
+        if let Some(checkpoint_dir) = checkpoint_dir {
+            std::fs::remove_dir_all(&checkpoint_dir)
+                .with_context(|| format!("removing {}", checkpoint_dir.display()))?;
+        }
         if let Some(lines) = &lines {
             lines.end(&what, how, &format!(", saved in {}", dir.display()));
         }
@@ -258,6 +288,27 @@ pub fn run(exp: &Experiment, o: &RunOptions) -> Result<String> {
     let finished = grid.finished(&o.out)?;
     report::write(exp, &o.out, &finished, None)
 }
+
+/// How a run of the grid checkpoints: into `<run dir>.checkpoint/` (created
+/// here), every `every_rounds` rounds (0: at most every [`CHECKPOINT_EVERY`])
+/// and after its last round, and
+/// resuming from a checkpoint found there, so a long run killed mid-way (the
+/// end of a session, a reboot) loses at most that much work. Removed once the
+/// run is saved.
+fn checkpoint_policy(dir: &Path, every_rounds: usize) -> Result<Policy> {
+    let checkpoint_dir = sibling(dir, "checkpoint");
+    std::fs::create_dir_all(&checkpoint_dir)
+        .with_context(|| format!("creating {}", checkpoint_dir.display()))?;
+    Ok(Policy {
+        path: checkpoint_dir.join(CHECKPOINT_FILE),
+        every_rounds,
+        every: CHECKPOINT_EVERY,
+        resume: true,
+    })
+}
+
+/// The longest a run of the grid computes between checkpoints.
+const CHECKPOINT_EVERY: std::time::Duration = std::time::Duration::from_secs(300);
 
 /// One finished run of an experiment's grid, as [`finished_runs`] reads it.
 pub struct FinishedRun {
