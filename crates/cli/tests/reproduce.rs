@@ -389,13 +389,19 @@ fn a_run_killed_mid_way_resumes_from_its_checkpoint() {
     let log = String::from_utf8_lossy(&resumed.stderr);
     assert!(resumed.status.success(), "{log}");
     assert!(log.contains(": resuming from "), "{log}");
-    assert!(!checkpoint.parent().unwrap().exists(), "checkpoint left behind");
+    assert!(
+        !checkpoint.parent().unwrap().exists(),
+        "checkpoint left behind"
+    );
 
     let whole = temp_dir("never-killed");
     let status = fedcluster(&[]).args(args(&whole)).output().unwrap();
     assert!(status.status.success());
     let metrics = |out: &Path| std::fs::read(out.join("runs/a/ifca/seed-1/metrics.csv")).unwrap();
-    assert!(metrics(&killed) == metrics(&whole), "the resumed run differs");
+    assert!(
+        metrics(&killed) == metrics(&whole),
+        "the resumed run differs"
+    );
     for out in [killed, whole] {
         let _ = std::fs::remove_dir_all(out);
     }

@@ -45,7 +45,8 @@ fn cfl_splits_a_two_cluster_federation_exactly() {
         3,
     );
     let client = CflClient::new(Aggregation::Model, config.lr, config.local_steps);
-    let mut transport = InProcess::new(vec![client; batches.len()], &batches, &model, 3, 0).unwrap();
+    let mut transport =
+        InProcess::new(vec![client; batches.len()], &batches, &model, 3, 0).unwrap();
     run(&mut server, &mut transport, 200, 3, |_| Ok(())).unwrap();
     assert_eq!(server.clusters(), 2, "splits: {:?}", server.splits);
     assert_eq!(server.splits.len(), 1);
@@ -124,7 +125,11 @@ fn sampled_run(threads: usize) -> (Vec<u32>, Vec<Vec<usize>>, usize) {
         let ids: Vec<usize> = plan.iter().map(|(id, _)| *id).collect();
         for cluster in &members {
             let drawn = ids.iter().filter(|id| cluster.contains(id)).count();
-            assert_eq!(drawn, cluster.len().min(4), "round {round}: {ids:?} of {members:?}");
+            assert_eq!(
+                drawn,
+                cluster.len().min(4),
+                "round {round}: {ids:?} of {members:?}"
+            );
         }
         let mut replies = Vec::new();
         let mut deliver = |id, up| {
@@ -136,7 +141,11 @@ fn sampled_run(threads: usize) -> (Vec<u32>, Vec<Vec<usize>>, usize) {
         rounds.push(ids);
     }
     let snap = server.snapshot();
-    let bits = snap.replicas[0].models.iter().flat_map(|m| m.iter().map(|v| v.to_bits())).collect();
+    let bits = snap.replicas[0]
+        .models
+        .iter()
+        .flat_map(|m| m.iter().map(|v| v.to_bits()))
+        .collect();
     (bits, rounds, server.clusters())
 }
 

@@ -169,8 +169,9 @@ impl Algorithm for CflMgd {
     }
 
     fn client(config: &Checked<Config>) -> Self::Client {
-        let client =
-            ifca::Ifca::client(&Checked::new(config.ifca()).expect("checked with CFL-MGD's config"));
+        let client = ifca::Ifca::client(
+            &Checked::new(config.ifca()).expect("checked with CFL-MGD's config"),
+        );
         match config.buffer {
             MomentumBuffer::Cluster => client,
             MomentumBuffer::Own => client.with_own_momentum(),

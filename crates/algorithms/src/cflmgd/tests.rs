@@ -2,7 +2,9 @@
 
 use std::sync::Arc;
 
-use fedcluster_core::{Batch, ClientEnv, ClientHalf, Purpose, RoundCtx, Targets, Workspace, stream};
+use fedcluster_core::{
+    Batch, ClientEnv, ClientHalf, Purpose, RoundCtx, Targets, Workspace, stream,
+};
 use fedcluster_models::LinearRegression;
 
 use super::{CflMgd, Config, MomentumBuffer};
@@ -68,7 +70,10 @@ fn replies(aggregation: Aggregation, buffer: MomentumBuffer, rounds: usize) -> V
             };
             let up = client.handle(&ctx, &down(), &mut env).unwrap();
             assert_eq!(up.chosen, vec![0]);
-            (up.payload[0], up.velocity.first().copied().unwrap_or(f32::NAN))
+            (
+                up.payload[0],
+                up.velocity.first().copied().unwrap_or(f32::NAN),
+            )
         })
         .collect()
 }
@@ -161,15 +166,24 @@ fn minibatch_momentum_steps_from_the_cluster_buffer_and_decay_the_step_size() {
     // One minibatch of every point is the full batch, up to summation order.
     let whole = trained(sgd(4, 1.0), 0, 0.01);
     let close = |a: &[f32], b: &[f32]| a.iter().zip(b).all(|(a, b)| (a - b).abs() < 1e-4);
-    assert!(close(&whole.0, &gd.0) && close(&whole.1, &gd.1), "{whole:?} {gd:?}");
+    assert!(
+        close(&whole.0, &gd.0) && close(&whole.1, &gd.1),
+        "{whole:?} {gd:?}"
+    );
     // Minibatches of one point: other steps, the same on every run.
     let single = trained(sgd(1, 1.0), 0, 0.01);
     assert!(!close(&single.0, &gd.0), "{single:?} {gd:?}");
     assert_eq!(trained(sgd(1, 1.0), 0, 0.01), single);
     // Round 2 with lr_decay 0.5 steps like round 0 with a quarter of the step.
     let decayed = Optimizer::Gd { lr_decay: 0.5 };
-    assert_eq!(trained(decayed, 2, 0.01), trained(Optimizer::default(), 2, 0.01 * 0.25));
-    assert_eq!(trained(sgd(1, 0.5), 2, 0.01), trained(sgd(1, 1.0), 2, 0.01 * 0.25));
+    assert_eq!(
+        trained(decayed, 2, 0.01),
+        trained(Optimizer::default(), 2, 0.01 * 0.25)
+    );
+    assert_eq!(
+        trained(sgd(1, 0.5), 2, 0.01),
+        trained(sgd(1, 1.0), 2, 0.01 * 0.25)
+    );
     assert_ne!(trained(decayed, 2, 0.01), gd);
 }
 
@@ -182,9 +196,15 @@ fn the_optimizer_key_takes_gd_or_sgd_without_its_own_momentum() {
         let c: Config = toml::from_str(&format!("{text}optimizer = {optimizer}\n")).unwrap();
         Checked::new(c).map(|_| ()).map_err(|e| e.field)
     };
-    assert_eq!(with("{ kind = \"sgd\", batch_size = 50, lr_decay = 0.99 }"), Ok(()));
+    assert_eq!(
+        with("{ kind = \"sgd\", batch_size = 50, lr_decay = 0.99 }"),
+        Ok(())
+    );
     assert_eq!(with("{ kind = \"gd\", lr_decay = 0.99 }"), Ok(()));
     let own_momentum = "{ kind = \"sgd\", batch_size = 50, momentum = 0.9 }";
     assert_eq!(with(own_momentum), Err("optimizer.momentum".into()));
-    assert_eq!(with("{ kind = \"adam\", batch_size = 50 }"), Err("optimizer".into()));
+    assert_eq!(
+        with("{ kind = \"adam\", batch_size = 50 }"),
+        Err("optimizer".into())
+    );
 }

@@ -65,14 +65,27 @@ impl ServerHalf for FedAvgMServer {
     type Down = ClusterModel;
     type Up = ModelReply;
 
-    fn plan(&mut self, _ctx: &RoundCtx, rng: &mut Rng) -> Result<Vec<(ClientId, ClusterModel)>, AlgoError> {
+    fn plan(
+        &mut self,
+        _ctx: &RoundCtx,
+        rng: &mut Rng,
+    ) -> Result<Vec<(ClientId, ClusterModel)>, AlgoError> {
         let p = self.model.len();
         self.sums.reset(1, p);
         let models = Arc::new(self.model.clone());
         let chosen = participants(self.assignment.len(), self.config.participation, rng);
         Ok(chosen
             .into_iter()
-            .map(|id| (id, ClusterModel { models: Arc::clone(&models), cluster: 0, p }))
+            .map(|id| {
+                (
+                    id,
+                    ClusterModel {
+                        models: Arc::clone(&models),
+                        cluster: 0,
+                        p,
+                    },
+                )
+            })
             .collect())
     }
 
@@ -107,6 +120,11 @@ impl ServerHalf for FedAvgMServer {
     }
 
     fn snapshot(&self) -> Snapshot<'_> {
-        Snapshot::single(&self.model, self.model.len(), &self.assignment, self.train_loss)
+        Snapshot::single(
+            &self.model,
+            self.model.len(),
+            &self.assignment,
+            self.train_loss,
+        )
     }
 }

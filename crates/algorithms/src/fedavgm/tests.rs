@@ -29,7 +29,11 @@ fn config(local_steps: usize, server_lr: f32, server_momentum: f32) -> Checked<C
 }
 
 fn ctx(round: usize) -> RoundCtx {
-    RoundCtx { round, rounds: 5, num_clients: 2 }
+    RoundCtx {
+        round,
+        rounds: 5,
+        num_clients: 2,
+    }
 }
 
 fn reply(payload: Vec<f32>, samples: usize) -> ModelReply {
@@ -41,15 +45,22 @@ fn the_server_steps_along_its_momentum() {
     let model = LinearRegression::new(2).unwrap();
     let mut s = FedAvgMServer::new(config(1, 1.0, 0.5), &model, 2, 1);
     let mut round = |r: usize, replies: Vec<(usize, ModelReply)>| {
-        s.plan(&ctx(r), &mut stream(1, Purpose::Server, r as u64, 0)).unwrap();
+        s.plan(&ctx(r), &mut stream(1, Purpose::Server, r as u64, 0))
+            .unwrap();
         s.absorb(&ctx(r), replies).unwrap();
         s.model().to_vec()
     };
     // Mean 2.5: Δ = 0 − 2.5, v = −2.5, w = 0 + 2.5.
-    let w1 = round(0, vec![(0, reply(vec![1.0, 1.0], 1)), (1, reply(vec![3.0, 3.0], 3))]);
+    let w1 = round(
+        0,
+        vec![(0, reply(vec![1.0, 1.0], 1)), (1, reply(vec![3.0, 3.0], 3))],
+    );
     assert_eq!(w1, vec![2.5, 2.5]);
     // Mean 3: Δ = 2.5 − 3, v = 0.5 · (−2.5) − 0.5 = −1.75, w = 2.5 + 1.75.
-    let w2 = round(1, vec![(0, reply(vec![3.0, 3.0], 2)), (1, reply(vec![3.0, 3.0], 2))]);
+    let w2 = round(
+        1,
+        vec![(0, reply(vec![3.0, 3.0], 2)), (1, reply(vec![3.0, 3.0], 2))],
+    );
     assert_eq!(w2, vec![4.25, 4.25]);
 }
 
@@ -57,7 +68,8 @@ fn the_server_steps_along_its_momentum() {
 fn a_malformed_or_diverged_reply_is_an_error() {
     let model = LinearRegression::new(2).unwrap();
     let mut s = FedAvgMServer::new(config(1, 1.0, 0.5), &model, 2, 1);
-    s.plan(&ctx(0), &mut stream(1, Purpose::Server, 0, 0)).unwrap();
+    s.plan(&ctx(0), &mut stream(1, Purpose::Server, 0, 0))
+        .unwrap();
     assert!(s.receive(&ctx(0), 0, reply(vec![1.0], 1)).is_err());
     let nan = ModelReply::new(vec![0.0, 0.0], None, 1);
     assert!(s.receive(&ctx(0), 1, nan).is_err());
@@ -130,7 +142,13 @@ fn one_client_one_local_step_is_heavy_ball_descent() {
         }
     }
     for (x, y) in server.model().iter().zip(&w) {
-        assert!((x - y).abs() <= 1e-5 * (1.0 + y.abs()), "{:?} vs {w:?}", server.model());
+        assert!(
+            (x - y).abs() <= 1e-5 * (1.0 + y.abs()),
+            "{:?} vs {w:?}",
+            server.model()
+        );
     }
-    assert!(model.loss(server.model(), batch, &mut ws) < model.loss(&[0.0; 5], batch, &mut ws) / 4.0);
+    assert!(
+        model.loss(server.model(), batch, &mut ws) < model.loss(&[0.0; 5], batch, &mut ws) / 4.0
+    );
 }

@@ -40,7 +40,11 @@ fn default_participation() -> f64 {
 impl Validate for Config {
     fn validate(&self) -> Result<(), FieldError> {
         at_least_one("clusters", self.clusters)?;
-        at_most("clusters", self.clusters, fedcluster_core::limits::MAX_CLUSTERS)?;
+        at_most(
+            "clusters",
+            self.clusters,
+            fedcluster_core::limits::MAX_CLUSTERS,
+        )?;
         positive("lr", f64::from(self.lr))?;
         at_least_one("local_steps", self.local_steps)?;
         fraction("participation", self.participation)?;

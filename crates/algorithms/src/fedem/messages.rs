@@ -45,9 +45,7 @@ impl Message for Components {
 
 impl Message for MixtureReply {
     fn wire_bytes(&self) -> u64 {
-        self.models.len() as u64 * 4
-            + (self.weights.len() + self.label_mass.len()) as u64 * 8
-            + 16
+        self.models.len() as u64 * 4 + (self.weights.len() + self.label_mass.len()) as u64 * 8 + 16
     }
     fn is_finite(&self) -> bool {
         all_finite(&self.models)

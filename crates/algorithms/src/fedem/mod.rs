@@ -83,7 +83,13 @@ pub(crate) fn server(
     setup: &Setup<'_>,
 ) -> Result<MixtureServer, FieldError> {
     setup.check_models("clusters", config.clusters, 1)?;
-    let mut server = MixtureServer::new(config, objective, setup.model, setup.num_clients, setup.seed);
+    let mut server = MixtureServer::new(
+        config,
+        objective,
+        setup.model,
+        setup.num_clients,
+        setup.seed,
+    );
     if let Some(given) = setup.initial_models {
         server.start_from(given)?;
     }

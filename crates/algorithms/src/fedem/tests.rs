@@ -15,7 +15,9 @@
 
 use fedcluster_core::{Batch, ServerHalf, Shards};
 use fedcluster_data::synthetic::{IfcaSyntheticSpec, TruthScale, ifca_synthetic};
-use fedcluster_data::{ClientData, FederatedData, SyntheticImagesSpec, TargetsOwned, synthetic_images};
+use fedcluster_data::{
+    ClientData, FederatedData, SyntheticImagesSpec, TargetsOwned, synthetic_images,
+};
 use fedcluster_metrics::clustering::misclustering;
 use fedcluster_models::{LinearRegression, LogisticRegression};
 use fedcluster_sim::{InProcess, run};
@@ -207,10 +209,34 @@ fn fedem_is_bit_identical_on_one_and_two_threads() {
 #[test]
 fn bad_configs_name_their_field() {
     let bad = |c: Config| Checked::new(c).unwrap_err().field;
-    assert_eq!(bad(Config { clusters: 0, ..config() }), "clusters");
-    assert_eq!(bad(Config { lr: 0.0, ..config() }), "lr");
-    assert_eq!(bad(Config { local_steps: 0, ..config() }), "local_steps");
-    assert_eq!(bad(Config { participation: 1.5, ..config() }), "participation");
+    assert_eq!(
+        bad(Config {
+            clusters: 0,
+            ..config()
+        }),
+        "clusters"
+    );
+    assert_eq!(
+        bad(Config {
+            lr: 0.0,
+            ..config()
+        }),
+        "lr"
+    );
+    assert_eq!(
+        bad(Config {
+            local_steps: 0,
+            ..config()
+        }),
+        "local_steps"
+    );
+    assert_eq!(
+        bad(Config {
+            participation: 1.5,
+            ..config()
+        }),
+        "participation"
+    );
     let parsed: Config = toml::from_str("clusters = 3\nlr = 0.1\n").unwrap();
     assert_eq!((parsed.clusters, parsed.local_steps), (3, 10));
 }

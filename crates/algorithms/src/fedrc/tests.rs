@@ -74,7 +74,15 @@ fn fedrc_keeps_label_shifted_clients_together_where_fedem_splits_them() {
     let fedem = run_mixture(&config(), Objective::Likelihood, &model, &batches, 40, 2);
     let fedrc = run_mixture(&config(), Objective::Robust, &model, &batches, 40, 2);
     let split = |a: &[Option<usize>]| misclustering(a, 2, &groups(), 2).unwrap();
-    assert_eq!(split(&fedem.assignment), 0.0, "FedEM follows the label groups");
+    assert_eq!(
+        split(&fedem.assignment),
+        0.0,
+        "FedEM follows the label groups"
+    );
     let first = fedrc.assignment[0];
-    assert!(fedrc.assignment.iter().all(|a| *a == first), "{:?}", fedrc.assignment);
+    assert!(
+        fedrc.assignment.iter().all(|a| *a == first),
+        "{:?}",
+        fedrc.assignment
+    );
 }

@@ -12,7 +12,9 @@ use fedcluster_core::{
 use super::sampling::{Sampling, per_centre};
 use super::{Centres, SoftReply};
 use crate::common::aggregate::{LossMeter, ModelSums};
-use crate::common::checked::{Checked, FieldError, Validate, at_least_one, fraction, positive, at_most};
+use crate::common::checked::{
+    Checked, FieldError, Validate, at_least_one, at_most, fraction, positive,
+};
 use crate::common::init::InitScheme;
 use crate::common::sampling::participants;
 use crate::common::trainer::Optimizer;
@@ -73,7 +75,11 @@ fn default_participation() -> f64 {
 impl Validate for Config {
     fn validate(&self) -> Result<(), FieldError> {
         at_least_one("clusters", self.clusters)?;
-        at_most("clusters", self.clusters, fedcluster_core::limits::MAX_CLUSTERS)?;
+        at_most(
+            "clusters",
+            self.clusters,
+            fedcluster_core::limits::MAX_CLUSTERS,
+        )?;
         positive("lr", f64::from(self.lr))?;
         if !(self.mu >= 0.0 && self.mu.is_finite()) {
             return Err(FieldError::new(

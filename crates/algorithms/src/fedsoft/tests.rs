@@ -34,7 +34,12 @@ fn fedsoft_separates_two_clusters_from_a_random_start() {
 #[test]
 fn fedsoft_with_minibatch_adam_separates_two_clusters() {
     separates_two_clusters(Config {
-        optimizer: Optimizer::Adam { batch_size: 20, keep_state: true, lr_decay: 1.0, schedule: None },
+        optimizer: Optimizer::Adam {
+            batch_size: 20,
+            keep_state: true,
+            lr_decay: 1.0,
+            schedule: None,
+        },
         ..config()
     });
 }
@@ -58,7 +63,8 @@ fn separates_two_clusters(c: Config) {
         .with_sizes(Some(&sizes))
         .unwrap();
     let client = FedSoftClient::new(&c);
-    let mut transport = InProcess::new(vec![client; batches.len()], &batches, &model, 2, 0).unwrap();
+    let mut transport =
+        InProcess::new(vec![client; batches.len()], &batches, &model, 2, 0).unwrap();
     run(&mut server, &mut transport, 200, 2, |_| Ok(())).unwrap();
     let snap = server.snapshot();
     let view = &snap.replicas[0];

@@ -4,10 +4,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::common::aggregate::{Aggregation, Weighting};
 use crate::common::checked::{FieldError, Validate, at_least_one, at_most, fraction, positive};
-use fedcluster_core::limits::{MAX_CLUSTERS, MAX_REPLICAS};
 use crate::common::init::InitScheme;
 use crate::common::trainer::Optimizer;
 use crate::fedavg::Clients;
+use fedcluster_core::limits::{MAX_CLUSTERS, MAX_REPLICAS};
 
 use super::local_step::LocalStep;
 
@@ -191,7 +191,11 @@ impl Config {
                 steps: self.local_steps,
                 optimizer,
             },
-            (Aggregation::Model, true, optimizer @ (Optimizer::Gd { .. } | Optimizer::Sgd { .. })) => {
+            (
+                Aggregation::Model,
+                true,
+                optimizer @ (Optimizer::Gd { .. } | Optimizer::Sgd { .. }),
+            ) => {
                 momentum_optimizer(optimizer)?;
                 LocalStep::TrainWithMomentum {
                     steps: self.local_steps,
@@ -282,7 +286,11 @@ impl Validate for Config {
         at_least_one("restarts", self.restarts)?;
         at_most("clusters", self.clusters, MAX_CLUSTERS)?;
         at_most("lr", lrs.len(), MAX_REPLICAS)?;
-        at_most("restarts", self.restarts.saturating_mul(lrs.len()), MAX_REPLICAS)?;
+        at_most(
+            "restarts",
+            self.restarts.saturating_mul(lrs.len()),
+            MAX_REPLICAS,
+        )?;
         self.init.validate("init")?;
         if !(0.0..=1.0 / self.clusters as f64).contains(&self.min_share) {
             return Err(FieldError::new(

@@ -49,9 +49,8 @@ impl LocalStep {
     /// The momentum `β`, for the steps that carry momentum buffers.
     pub fn momentum(&self) -> Option<f32> {
         match *self {
-            LocalStep::GradientWithMomentum { beta } | LocalStep::TrainWithMomentum { beta, .. } => {
-                Some(beta)
-            }
+            LocalStep::GradientWithMomentum { beta }
+            | LocalStep::TrainWithMomentum { beta, .. } => Some(beta),
             LocalStep::Gradient | LocalStep::Train { .. } => None,
         }
     }
@@ -107,8 +106,12 @@ pub(crate) fn client_round(
     let p = env.model.num_params();
     let (r, k) = (sent.lrs.len(), sent.k);
     if sent.models.len() != r * k * p
-        || sent.velocities.is_some_and(|v| v.len() != sent.models.len())
-        || sent.own.is_some_and(|o| o.len() != r || o.iter().any(|&c| c as usize >= k))
+        || sent
+            .velocities
+            .is_some_and(|v| v.len() != sent.models.len())
+        || sent
+            .own
+            .is_some_and(|o| o.len() != r || o.iter().any(|&c| c as usize >= k))
         || trainers.len() != r
     {
         return Err(AlgoError::Protocol(format!(
@@ -138,7 +141,16 @@ pub(crate) fn client_round(
         None => assign(step, sent, env, &mut out, &mut losses, &mut trained_ok),
     };
     if fused != Fused::Update {
-        update(step, trainers, sent, env, &mut out, &mut losses, &mut trained_ok, fused);
+        update(
+            step,
+            trainers,
+            sent,
+            env,
+            &mut out,
+            &mut losses,
+            &mut trained_ok,
+            fused,
+        );
     }
     for (rep, slot) in out.payload.chunks_exact_mut(p).enumerate() {
         if losses[rep].is_finite() && trained_ok[rep] && all_finite(slot) {
@@ -182,7 +194,11 @@ fn assign(
         } if sent.frozen == 0 => {
             // LocalUpdate from θ_ĵ; models with a shortcut reuse the
             // assignment's forward pass as the start of training.
-            let lrs: Vec<f32> = sent.lrs.iter().map(|&lr| optimizer.lr_at(lr, env.round)).collect();
+            let lrs: Vec<f32> = sent
+                .lrs
+                .iter()
+                .map(|&lr| optimizer.lr_at(lr, env.round))
+                .collect();
             let trained = env.model.assign_and_train(
                 sent.models,
                 k,
@@ -256,7 +272,14 @@ fn update(
                 let t = if sent.frozen == 0 {
                     trainers[rep].train(slot, sent.lrs[rep], steps, env)
                 } else {
-                    train_head(&mut trainers[rep], slot, &start[..sent.frozen], sent.lrs[rep], steps, env)
+                    train_head(
+                        &mut trainers[rep],
+                        slot,
+                        &start[..sent.frozen],
+                        sent.lrs[rep],
+                        steps,
+                        env,
+                    )
                 };
                 trained_ok[rep] = t.is_finite();
                 if !assigned {

@@ -132,7 +132,10 @@ impl WireDown {
         } else if full > fedcluster_core::limits::MAX_MODEL_VALUES {
             Some(format!("{full} model values, above the limit"))
         } else if self.models.len() as u128 != r * per_replica
-            || self.velocities.as_ref().is_some_and(|v| v.len() != self.models.len())
+            || self
+                .velocities
+                .as_ref()
+                .is_some_and(|v| v.len() != self.models.len())
         {
             Some("model values do not fit the declared sizes".into())
         } else {

@@ -116,7 +116,11 @@ impl Algorithm for Ifca {
     }
 
     fn client(config: &Checked<Config>) -> IfcaClient {
-        let client = IfcaClient::new(config.local_step().expect("a checked config has a local step"));
+        let client = IfcaClient::new(
+            config
+                .local_step()
+                .expect("a checked config has a local step"),
+        );
         if config.freeze_trunk {
             client.with_trunk_frozen_from(config.pretrain_rounds)
         } else {

@@ -49,14 +49,26 @@ fn data() -> (Vec<f32>, Vec<u32>) {
 fn models(config: &Checked<Config>, rounds: usize, threads: usize) -> Vec<Vec<f32>> {
     let (x, y) = data();
     let batches: Vec<Batch<'_>> = (0..6)
-        .map(|i| Batch::new(&x[i * 24..(i + 1) * 24], Targets::Class(&y[i * 8..(i + 1) * 8]), 3).unwrap())
+        .map(|i| {
+            Batch::new(
+                &x[i * 24..(i + 1) * 24],
+                Targets::Class(&y[i * 8..(i + 1) * 8]),
+                3,
+            )
+            .unwrap()
+        })
         .collect();
     let model = Mlp::new(3, 4, 2).unwrap();
     let setup = Setup::new(&model, 6, 5);
     let mut server = Ifca::server(config.clone(), &setup).unwrap();
-    let mut transport = InProcess::new(vec![Ifca::client(config); 6], &batches, &model, 5, threads).unwrap();
+    let mut transport =
+        InProcess::new(vec![Ifca::client(config); 6], &batches, &model, 5, threads).unwrap();
     run(&mut server, &mut transport, rounds, 5, |_| Ok(())).unwrap();
-    server.snapshot().replicas[0].models.iter().map(|m| m.to_vec()).collect()
+    server.snapshot().replicas[0]
+        .models
+        .iter()
+        .map(|m| m.to_vec())
+        .collect()
 }
 
 #[test]
@@ -102,7 +114,10 @@ fn pretraining_sends_cluster_zero_alone_without_an_assignment() {
     let plan = server.plan(&ctx(0), &mut rng).unwrap();
     assert!(plan.iter().all(|(_, d)| d.own.as_deref() == Some(&[0][..])));
     let plan = server.plan(&ctx(2), &mut rng).unwrap();
-    assert!(plan.iter().all(|(_, d)| d.own.is_none()), "clustering from round 2");
+    assert!(
+        plan.iter().all(|(_, d)| d.own.is_none()),
+        "clustering from round 2"
+    );
 }
 
 #[test]

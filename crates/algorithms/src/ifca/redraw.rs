@@ -69,13 +69,22 @@ impl Redraws {
     /// `counts` times by `participants` clients: the models to start again
     /// from when a cluster fell short of its share, else `None` (and the
     /// replica is no longer checked).
-    pub fn after_round(&mut self, r: usize, counts: &[usize], participants: usize) -> Option<Vec<f32>> {
+    pub fn after_round(
+        &mut self,
+        r: usize,
+        counts: &[usize],
+        participants: usize,
+    ) -> Option<Vec<f32>> {
         if !self.checking(r) {
             return None;
         }
         let needed = self.min_share * participants as f64;
         let short = counts.iter().any(|&c| (c as f64) < needed);
-        let next = if short { self.candidates[r].pop() } else { None };
+        let next = if short {
+            self.candidates[r].pop()
+        } else {
+            None
+        };
         match next {
             Some(models) => {
                 self.redrawn[r] += 1;

@@ -133,7 +133,11 @@ impl IfcaServer {
                 };
                 let initial_heads = if config.pretrain_rounds > 0 {
                     let trunk = model.head_start();
-                    models.chunks_exact(p).flat_map(|m| &m[trunk..]).copied().collect()
+                    models
+                        .chunks_exact(p)
+                        .flat_map(|m| &m[trunk..])
+                        .copied()
+                        .collect()
                 } else {
                     Vec::new()
                 };
@@ -380,7 +384,10 @@ impl ServerHalf for IfcaServer {
                 continue;
             }
             let counts = self.round.counts.get(slot).map_or(&[][..], Vec::as_slice);
-            let redraw = self.redraws.as_mut().and_then(|d| d.after_round(r, counts, self.participants));
+            let redraw = self
+                .redraws
+                .as_mut()
+                .and_then(|d| d.after_round(r, counts, self.participants));
             if let Some(models) = redraw {
                 // The round's update is dropped: the replica starts again.
                 replica.models = models;

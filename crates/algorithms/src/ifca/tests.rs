@@ -422,7 +422,11 @@ fn min_share_off_changes_nothing_and_too_large_a_share_is_refused() {
     let off = IfcaServer::new(Checked::new(gaussian(0.0)).unwrap(), &model, 4, 1);
     let on = IfcaServer::new(Checked::new(gaussian(0.25)).unwrap(), &model, 4, 1);
     assert_eq!(off.models(0), on.models(0), "the first draw is the same");
-    assert!(!toml::to_string(&gaussian(0.0)).unwrap().contains("min_share"));
+    assert!(
+        !toml::to_string(&gaussian(0.0))
+            .unwrap()
+            .contains("min_share")
+    );
     let err = Checked::new(gaussian(0.6)).unwrap_err();
     assert_eq!(err.field, "min_share");
 }

@@ -33,7 +33,8 @@ impl Algorithm for Local {
     }
 
     fn client(config: &Checked<Config>) -> LocalClient {
-        LocalClient::new(config.lr, config.local_steps, config.init).with_optimizer(config.optimizer)
+        LocalClient::new(config.lr, config.local_steps, config.init)
+            .with_optimizer(config.optimizer)
     }
 }
 

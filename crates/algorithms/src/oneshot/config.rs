@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::common::aggregate::Aggregation;
-use crate::common::checked::{FieldError, Validate, at_least_one, fraction, positive, at_most};
+use crate::common::checked::{FieldError, Validate, at_least_one, at_most, fraction, positive};
 use crate::common::init::InitScheme;
 use crate::common::trainer::Optimizer;
 
@@ -64,8 +64,16 @@ fn default_participation() -> f64 {
 impl Validate for Config {
     fn validate(&self) -> Result<(), FieldError> {
         at_least_one("clusters", self.clusters)?;
-        at_most("clusters", self.clusters, fedcluster_core::limits::MAX_CLUSTERS)?;
-        at_most("kmeans_restarts", self.kmeans_restarts, fedcluster_core::limits::MAX_REPLICAS)?;
+        at_most(
+            "clusters",
+            self.clusters,
+            fedcluster_core::limits::MAX_CLUSTERS,
+        )?;
+        at_most(
+            "kmeans_restarts",
+            self.kmeans_restarts,
+            fedcluster_core::limits::MAX_REPLICAS,
+        )?;
         at_least_one("erm_steps", self.erm_steps)?;
         positive("erm_lr", f64::from(self.erm_lr))?;
         at_least_one("kmeans_restarts", self.kmeans_restarts)?;

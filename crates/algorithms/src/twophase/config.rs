@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::common::checked::{FieldError, Validate, at_least_one, fraction, positive, at_most};
+use crate::common::checked::{FieldError, Validate, at_least_one, at_most, fraction, positive};
 use crate::common::init::InitScheme;
 
 /// How each client refines its cluster's model in Phase 2 (step 8).
@@ -221,7 +221,11 @@ impl Config {
 impl Validate for Config {
     fn validate(&self) -> Result<(), FieldError> {
         at_least_one("clusters", self.clusters)?;
-        at_most("clusters", self.clusters, fedcluster_core::limits::MAX_CLUSTERS)?;
+        at_most(
+            "clusters",
+            self.clusters,
+            fedcluster_core::limits::MAX_CLUSTERS,
+        )?;
         positive("lr", f64::from(self.lr))?;
         match self.local_update {
             LocalUpdate::Fedavg { steps } => at_least_one("local_update.steps", steps)?,

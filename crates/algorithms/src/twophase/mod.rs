@@ -83,7 +83,10 @@ impl Algorithm for TwoPhase {
             crate::common::init::start_from(&mut models, p, given, "init_from")?;
             return Ok(TwoPhaseServer::with_models(config, models, p, m));
         }
-        let anchors = config.phase1.as_ref().map(|p| p.anchor_count(config.clusters));
+        let anchors = config
+            .phase1
+            .as_ref()
+            .map(|p| p.anchor_count(config.clusters));
         if let Some(anchors) = anchors.filter(|a| *a > m && config.start == Start::Phase1) {
             return Err(FieldError::new(
                 "phase1.anchors",
@@ -115,7 +118,12 @@ impl Algorithm for TwoPhase {
                         ),
                     ));
                 }
-                Ok(TwoPhaseServer::with_models(config, truth.concat(), model.num_params(), m))
+                Ok(TwoPhaseServer::with_models(
+                    config,
+                    truth.concat(),
+                    model.num_params(),
+                    m,
+                ))
             }
             Start::Phase1 | Start::Init => {
                 let Some(sizes) = setup.client_sizes else {

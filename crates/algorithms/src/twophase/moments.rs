@@ -72,9 +72,7 @@ pub fn add_moment(eps: &[f32], d: usize, out: &mut [f32]) {
     // (one row buffer, not a `d x d` matrix).
     let mut m = vec![0.0f64; d];
     for (r, orow) in out.chunks_exact_mut(d).enumerate() {
-        m.iter_mut()
-            .zip(&sum)
-            .for_each(|(v, s)| *v = sum[r] * s);
+        m.iter_mut().zip(&sum).for_each(|(v, s)| *v = sum[r] * s);
         for row in eps.chunks_exact(d) {
             let a = f64::from(row[r]);
             m.iter_mut()
