@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use fedcluster_cli::reproduce::experiments::Protocol;
-use fedcluster_cli::reproduce::experiments::clustered_benchmark::run;
+use fedcluster_cli::reproduce::experiments::clustered_benchmark::{OptionalData, run};
 use fedcluster_cli::reproduce::harness::RunOptions;
 
 fn options(tag: &str, methods: &[&str]) -> RunOptions {
@@ -38,7 +38,7 @@ fn runs_under(dir: PathBuf) -> usize {
 #[test]
 fn quick_benchmark_ranks_the_tuned_methods_with_their_costs_and_budget() {
     let o = options("quick", &["ifca", "global"]);
-    run(&quick(), &o).unwrap();
+    run(&quick(), &OptionalData::default(), &o).unwrap();
     let report = std::fs::read_to_string(o.out.join("report.md")).unwrap();
     for section in [
         "## Verdicts",
@@ -99,7 +99,7 @@ fn quick_benchmark_ranks_the_tuned_methods_with_their_costs_and_budget() {
         "{results}"
     );
     // A re-run resumes: nothing runs again, the same report.
-    run(&quick(), &o).unwrap();
+    run(&quick(), &OptionalData::default(), &o).unwrap();
     assert_eq!(
         std::fs::read_to_string(o.out.join("report.md")).unwrap(),
         report
@@ -110,7 +110,7 @@ fn quick_benchmark_ranks_the_tuned_methods_with_their_costs_and_budget() {
 #[test]
 fn an_unknown_method_is_refused_by_name() {
     let o = options("unknown", &["ifcaa"]);
-    let e = run(&quick(), &o).unwrap_err();
+    let e = run(&quick(), &OptionalData::default(), &o).unwrap_err();
     let e = format!("{e:#}");
     assert!(
         e.contains("--only-method ifcaa") && e.contains("fedrc"),

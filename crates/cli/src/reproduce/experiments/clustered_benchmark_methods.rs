@@ -41,6 +41,9 @@ pub struct Family {
     pub knob: Option<Knob>,
     /// A baseline (FedAvg, Local, the oracle) rather than a clustered method.
     pub baseline: bool,
+    /// Whether it reads the true clusters (the oracle): it runs only where
+    /// they are known.
+    pub needs_truth: bool,
 }
 
 const K: &str = "algorithm.clusters";
@@ -70,6 +73,7 @@ macro_rules! family {
             lr_keys: $lr,
             knob: $knob,
             baseline: $baseline,
+            needs_truth: false,
         }
     };
 }
@@ -97,7 +101,10 @@ pub fn families() -> Vec<Family> {
     vec![
         family!("global", "FedAvg (global)", LR, None, true),
         family!("local", "Local", LR, None, true),
-        family!("oracle", "Oracle (FedAvg per true cluster)", LR, None, true),
+        Family {
+            needs_truth: true,
+            ..family!("oracle", "Oracle (FedAvg per true cluster)", LR, None, true)
+        },
         family!("ifca", "IFCA", LR, k(), false),
         family!("cflmgd", "CFL-MGD", LR, k(), false),
         family!("oneshot", "One-shot", ERM_LR, k(), false),

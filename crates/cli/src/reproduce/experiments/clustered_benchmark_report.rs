@@ -1,5 +1,6 @@
 //! The clustered-benchmark's report: `report.md` (verdicts, one table per setting with
-//! ranks and costs, the ranks across settings, the search budget) and
+//! ranks and costs, the ranks across settings, the search budget; "not run:
+//! data absent here" for an optional setting without its files) and
 //! `results.csv`, from the finished runs of both grids.
 
 use std::fmt::Write as _;
@@ -10,9 +11,10 @@ use serde::Serialize;
 
 use super::Protocol;
 use super::clustered_benchmark_choice::{Choice, of, values};
+use super::clustered_benchmark_lineup::Lineup;
 use super::clustered_benchmark_methods::{Family, families};
 use super::clustered_benchmark_sections::{NOT_INCLUDED, budget, protocol, spent};
-use super::clustered_benchmark_settings::{ACCURACY, SETTINGS, Sizes};
+use super::clustered_benchmark_settings::{ACCURACY, Sizes};
 use super::clustered_benchmark_stats::{NOISE_RULE, beats, mean_std, ranks};
 use crate::reproduce::harness::{Experiment, Field, FinishedRun, Metric, write_csv};
 use crate::table::render;
@@ -44,10 +46,13 @@ fn show(v: &[f64], d: usize) -> String {
     }
 }
 
-/// Writes `report.md` and `results.csv` into `out`; returns the tables.
+/// Writes `report.md` and `results.csv` into `out` for the settings of
+/// `lineup`; returns the tables.
+#[allow(clippy::too_many_arguments)]
 pub fn write(
     p: &Protocol,
     out: &Path,
+    lineup: &Lineup,
     search: &Experiment,
     searched: &[FinishedRun],
     choice: &Choice,
@@ -59,8 +64,9 @@ pub fn write(
     let mut rows = Vec::new();
     let (mut tables, mut verdicts) = (String::new(), String::new());
     // Mean accuracy per (family, setting), for the ranks across settings.
-    let mut rank_table: Vec<Vec<Option<f64>>> = vec![vec![None; SETTINGS.len()]; families.len()];
-    for (si, setting) in SETTINGS.iter().enumerate() {
+    let settings = lineup.specs();
+    let mut rank_table: Vec<Vec<Option<f64>>> = vec![vec![None; settings.len()]; families.len()];
+    for (si, setting) in settings.iter().enumerate() {
         let chosen: Vec<(usize, &Family, usize)> = families
             .iter()
             .enumerate()
@@ -175,14 +181,18 @@ pub fn write(
         })
         .collect();
     rank_rows.sort_by(|a, b| a.0.total_cmp(&b.0));
+    for a in &lineup.absent {
+        let _ = write!(tables, "### {}\n\n{}\n\n", a.spec.label, a.why);
+        let _ = writeln!(verdicts, "- **{}**: {}", a.spec.label, a.why);
+    }
     let mut header = vec!["method"];
-    header.extend(SETTINGS.iter().map(|s| s.key));
+    header.extend(settings.iter().map(|s| s.key));
     header.push("mean rank");
     let rank_text = render(
         &header,
         &rank_rows.into_iter().map(|r| r.1).collect::<Vec<_>>(),
     );
-    let budget = budget(&families, search, searched, choice);
+    let budget = budget(&families, &settings, search, searched, choice);
     write_csv(&out.join("results.csv"), rows)?;
     let smoke = if p.quick || p.rounds.is_some() {
         "**A smoke run (`--quick` or `--rounds`): not the benchmark's protocol.**\n\n"
@@ -199,7 +209,7 @@ pub fn write(
          ## Ranks across settings\n\n{rank_text}\n## Search budget\n\n{budget}\n\
          ## Not included\n\n{NOT_INCLUDED}\n\nFiles: `results.csv` (every test run), \
          `search/` and `test/` (every run, with the harness's own report of each grid).\n",
-        protocol = protocol(sizes, test.seeds),
+        protocol = protocol(p, sizes, test.seeds, &settings),
         spent = spent(searched, tested),
     );
     write_whole(&out.join("report.md"), report.as_bytes())?;

@@ -1,9 +1,10 @@
 //! The clustered-benchmark report's prose sections: the protocol, the runs
 //! spent, the search budget and what is not included.
 
+use super::Protocol;
 use super::clustered_benchmark_choice::Choice;
 use super::clustered_benchmark_methods::{CANDIDATES, Family};
-use super::clustered_benchmark_settings::{SEARCH_SEED_OFFSET, SETTINGS, Sizes, search_runs};
+use super::clustered_benchmark_settings::{SEARCH_SEED_OFFSET, SettingSpec, Sizes, search_runs};
 use crate::reproduce::harness::{Experiment, FinishedRun, Metric};
 use crate::table::render;
 
@@ -29,9 +30,10 @@ pub fn spent(searched: &[FinishedRun], tested: &[FinishedRun]) -> String {
     )
 }
 
-/// The search's grid, runs and choices per method.
+/// The search's grid, runs and choices per method over `settings`.
 pub fn budget(
     families: &[Family],
+    settings: &[&SettingSpec],
     search: &Experiment,
     runs: &[FinishedRun],
     choice: &Choice,
@@ -54,7 +56,7 @@ pub fn budget(
             .iter()
             .filter_map(|r| r.run.value(Metric::Seconds))
             .sum();
-        let picks: Vec<String> = SETTINGS
+        let picks: Vec<String> = settings
             .iter()
             .enumerate()
             .map(|(si, s)| {
@@ -87,14 +89,14 @@ pub fn budget(
          full grid; the candidate of highest validation accuracy after the last round is \
          chosen per setting.\n\n{}",
         SEARCH_SEED_OFFSET + 1,
-        search_runs(families.len()),
+        search_runs(families, settings),
         render(&header, &body)
     )
 }
 
-/// The protocol paragraph.
-pub fn protocol(s: Sizes, seeds: usize) -> String {
-    format!(
+/// The protocol paragraph, with what each of `settings` adds to it.
+pub fn protocol(p: &Protocol, s: Sizes, seeds: usize, settings: &[&SettingSpec]) -> String {
+    let mut text = format!(
         "Each setting is a federation of {} clients of {} samples, MLP (one hidden layer of \
          100), plain SGD (minibatches of 50, 5 local steps a round where the method has local \
          steps), full participation, {} rounds for every method. Personalised evaluation \
@@ -118,16 +120,23 @@ pub fn protocol(s: Sizes, seeds: usize) -> String {
         s.search.test,
         s.test.train,
         s.test.test,
-    )
+    );
+    for setting in settings {
+        if let Some(describe) = setting.describe {
+            text.push(' ');
+            text.push_str(&describe(setting.sizes(p)));
+        }
+    }
+    text
 }
 
 /// What the benchmark leaves out, and why.
 pub const NOT_INCLUDED: &str = "- The two-phase method (`twophase`): it is defined for mixed \
     linear regression (moments of residuals), not classification.\n\
     - FedProx and FedAvgM: one global model each, like FedAvg, which stands for them here.\n\
-    - Rotated CIFAR-10 and FEMNIST: the harness reports absent data for a whole experiment, \
-    not per setting, so a missing CIFAR-10 would void every setting's report; their models \
-    (CNN, ResNet9) would also take the grid far past an hour on one core.\n\
+    - The papers' CNNs and ResNet9 on rotated CIFAR-10 and FEMNIST: those two settings run \
+    (when their files are given: `--cifar-dir`, `--femnist-dir`) with the MLP of every other \
+    setting; a CNN would take the grid far past an hour on one core.\n\
     - The papers' headline claims (FL+HC and PACFL on rotated or label-skewed MNIST, FedEM \
     and FedRC on their mixtures) are not checked here: their protocols (sizes, models, \
     rounds) differ from this benchmark's small equal-budget one.";

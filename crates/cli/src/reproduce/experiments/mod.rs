@@ -5,6 +5,7 @@
 pub mod cflmgd_rotated_cifar;
 pub mod clustered_benchmark;
 pub mod clustered_benchmark_choice;
+pub mod clustered_benchmark_lineup;
 pub mod clustered_benchmark_methods;
 pub mod clustered_benchmark_report;
 pub mod clustered_benchmark_sections;
