@@ -137,3 +137,118 @@ fn bad_recipe_keys_are_refused_with_the_key_named() {
         "{e}"
     );
 }
+
+/// A config of `algorithm` on 16x16 CIFAR-shaped stand-ins (the SR-FCA code's
+/// ResNet9 takes sides that are multiples of 4, at least 12), SGD as the
+/// SR-FCA recipe (a fresh state at each local training).
+fn config_16(model: &str, algorithm: &str) -> String {
+    format!(
+        r#"
+seed = 7
+rounds = 4
+[data]
+kind = "synthetic-images"
+clients = 4
+points_per_client = 8
+test_points_per_client = 4
+clusters = 2
+classes = 3
+height = 16
+width = 16
+channels = 3
+[model]
+{model}
+augment = {{ {FLIP} }}
+[algorithm]
+{algorithm}
+optimizer = {}
+"#,
+        sgd("")
+    )
+}
+
+const IFCA: &str =
+    "name = \"ifca\"\nclusters = 2\naggregation = \"model\"\nlr = 0.05\nlocal_steps = 2";
+
+/// SR-FCA with two REFINE steps of 3 rounds of 2 local steps each.
+fn srfca(extra: &str) -> String {
+    format!(
+        "name = \"srfca\"\nthreshold = {{ kind = \"quantile\", value = 0.5 }}\nlocal_steps = 2\n\
+         local_lr = 0.05\nlocal_optimizer = {}\nrefine_steps = 2\nrefine_rounds = 3\n\
+         refine_local_steps = 2\ntrim = 0.0\nlr = 0.05\n{extra}",
+        sgd("")
+    )
+}
+
+#[test]
+fn the_srfca_codes_resnet9_is_thread_count_independent_and_not_pages() {
+    let code = "kind = \"resnet9\"\nwidth = 2\nvariant = \"srfca\"";
+    let text = config_16(code, IFCA);
+    let one = metrics(&text, 1);
+    assert_eq!(one, metrics(&text, 2));
+    assert_ne!(
+        one,
+        metrics(&config_16(RESNET9, IFCA), 1),
+        "the variant changed nothing"
+    );
+    // Page's network is the default, spelled out or not.
+    let page = format!("{RESNET9}\nvariant = \"page\"");
+    assert_eq!(
+        metrics(&config_16(&page, IFCA), 1),
+        metrics(&config_16(RESNET9, IFCA), 1)
+    );
+}
+
+#[test]
+fn the_srfca_codes_resnet9_refuses_what_it_cannot_build_naming_the_key() {
+    let cases = [
+        (
+            "kind = \"resnet9\"\nwidth = 2\nvariant = \"srfca\"\nbackend = \"ndarray\"",
+            "variant",
+        ),
+        (
+            "kind = \"resnet9\"\nwidth = 2\nvariant = \"ffcv\"",
+            "variant",
+        ),
+    ];
+    for (model, key) in cases {
+        let text = config_16(model, IFCA);
+        let e = match RunConfig::parse(&text, &[], "cfg") {
+            Err(e) => format!("{e:#}"),
+            Ok(config) => {
+                let data = fedcluster_run::experiment::build_data(&config).expect("data");
+                let run = fedcluster_run::experiment::execute(&config, &data.view(), &mut |_| {});
+                format!("{:#}", run.expect_err(model))
+            }
+        };
+        assert!(e.contains(key), "{model}: {e}");
+    }
+    // 8x8 images are too small for its stride, pooling and unpadded 3x3.
+    let text = config("kind = \"resnet9\"\nwidth = 2\nvariant = \"srfca\"", FLIP);
+    let config = RunConfig::parse(&text, &[], "cfg").expect("parses");
+    let data = fedcluster_run::experiment::build_data(&config).expect("data");
+    let e = fedcluster_run::experiment::execute(&config, &data.view(), &mut |_| {}).unwrap_err();
+    assert!(
+        format!("{e:#}").contains("multiple of 4 and at least 12"),
+        "{e:#}"
+    );
+}
+
+#[test]
+fn refines_schedule_is_thread_count_independent_and_takes_effect() {
+    let code = "kind = \"resnet9\"\nwidth = 2\nvariant = \"srfca\"";
+    // 1 ONE_SHOT + 1 pairwise + 2 x (3 + 1) rounds.
+    let rounds = ["rounds=10"];
+    let run = |algorithm: &str, threads: usize| {
+        let o = check(
+            &config_16(code, algorithm),
+            &[rounds[0], &format!("threads={threads}")],
+        );
+        metrics_csv(&o.records, true)
+    };
+    let plain = run(&srfca(""), 1);
+    let scheduled = srfca("refine_schedule = { kind = \"triangular\", warmup_rounds = 1 }");
+    let one = run(&scheduled, 1);
+    assert_eq!(one, run(&scheduled, 2));
+    assert_ne!(one, plain, "the schedule changed nothing");
+}

@@ -108,8 +108,9 @@ fn write_femnist(dir: &Path) {
 }
 
 /// `fedcluster reproduce <name> --quick` on the test's files: it finishes,
-/// its report shows every paper number and is labelled a smoke run.
-fn quick(name: &str) {
+/// its report shows every paper number and is labelled a smoke run; returns
+/// the report.
+fn quick(name: &str) -> String {
     let (_, data, numbers) = REPRODUCTIONS.iter().find(|r| r.0 == name).unwrap();
     let dir = common::scratch(&format!("quick-{name}"));
     let files = dir.join("data");
@@ -149,6 +150,7 @@ fn quick(name: &str) {
     );
     assert!(!report.contains("0 finished runs"), "{name}:\n{report}");
     let _ = std::fs::remove_dir_all(&dir);
+    report
 }
 
 #[test]
@@ -163,7 +165,25 @@ fn cflmgd_rotated_cifar_quick_runs_on_cifar_binary_batches() {
 
 #[test]
 fn srfca_cifar_quick_runs_on_cifar_binary_batches() {
-    quick("srfca-cifar");
+    let report = quick("srfca-cifar");
+    // Every method trains the SR-FCA code's network, and its report says so,
+    // and how REFINE's step size is scheduled.
+    for said in [
+        "the SR-FCA code's ResNet9 (its ffcv network, width 2)",
+        "**The network: the code's.**",
+        "`refine_schedule = { kind = \"triangular\", warmup_rounds = 8 }`",
+    ] {
+        assert!(report.contains(said), "no {said} in\n{report}");
+    }
+    for method in ["srfca", "local", "global", "cfl", "local-kmeans", "ifca"] {
+        let file = format!(
+            "{}/../../configs/srfca-cifar/{method}.toml",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let text = std::fs::read_to_string(&file).unwrap();
+        let config: toml::Value = toml::from_str(&text).unwrap();
+        assert_eq!(config["model"]["variant"].as_str(), Some("srfca"), "{file}");
+    }
 }
 
 #[test]

@@ -9,7 +9,7 @@
 //!   CNN with valid or same padding: LEAF's FEMNIST CNN too).
 //! - [`resnet9`]: [`ResNet9`] (Page 2019) with batch normalisation, its
 //!   running statistics in the flat vector (the burn tier's `resnet9` on the
-//!   same flat vector).
+//!   same flat vector), or the SR-FCA public code's variant of it.
 //! - [`tf_cifar`]: [`TfCifarCnn`], the IFCA public code's CIFAR-10 network (the
 //!   TF CIFAR-10 tutorial's: local response normalisation, 24x24 crops and
 //!   per-image standardisation as its input stage, label smoothing).

@@ -11,6 +11,11 @@
 //! head    global max-pool, linear (8w -> classes, no bias), x 0.125
 //! ```
 //!
+//! With `variant` [`Variant::Srfca`], the SR-FCA public code's "ffcv"
+//! ResNet9 instead (a 5x5 stride-2 convolution, residual blocks at 2w and
+//! 4w, a 3x3 convolution without padding to 2w, logits x 0.2:
+//! [`variant`]), on the same machinery.
+//!
 //! Convolutions have no bias, padding 1 (by Winograd F(2x2, 3x3),
 //! [`crate::cnn::winograd`], from 16 input channels, else im2col and GEMMs
 //! a few images at a time,
@@ -35,9 +40,13 @@
 mod block;
 mod loss;
 mod pass;
+mod strided;
 #[cfg(test)]
 mod tests;
 mod train;
+pub mod variant;
+#[cfg(test)]
+mod variant_tests;
 
 use fedcluster_core::train::minibatch::run_steps;
 use fedcluster_core::train::{Augmentation, MinibatchSpec, Normalize, OptimizerState};
@@ -47,15 +56,11 @@ use crate::cnn::conv::Conv;
 use crate::cnn::winograd;
 use crate::init::uniform_fan_in;
 use crate::{ModelError, Result, fits};
-use block::Block;
+use block::{Block, Path};
+pub use variant::Variant;
 
 /// Samples per forward pass when evaluating (bounds the activations' memory).
 pub const EVAL_CHUNK: usize = 64;
-
-/// The blocks' names, as the burn tier's layout names them.
-const NAMES: [&str; 8] = [
-    "prep", "layer1", "res1.0", "res1.1", "layer2", "layer3", "res3.0", "res3.1",
-];
 
 /// ResNet9's shape.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -73,12 +78,15 @@ pub struct ResNet9 {
     pub normalize: Option<Normalize>,
     /// Label smoothing `ε` of the loss, in `[0, 1)` (0: plain cross-entropy).
     pub label_smoothing: f32,
+    /// Page's network (the default) or the SR-FCA code's.
+    pub variant: Variant,
 }
 
 impl ResNet9 {
     /// Checks a shape: width and channels at least 1, at least 2 classes,
-    /// square images whose side is a multiple of 8 (three poolings), a
-    /// normalisation for the images' channels, a smoothing in `[0, 1)`.
+    /// square images whose side is a multiple of 8 (three poolings; the
+    /// SR-FCA variant: of 4, at least 12), a normalisation for the images'
+    /// channels, a smoothing in `[0, 1)`.
     pub fn new(shape: ResNet9) -> Result<Self> {
         let bad = |why: String| {
             Err(ModelError::Invalid {
@@ -97,10 +105,11 @@ impl ResNet9 {
         if shape.classes < 2 {
             return bad("classes must be at least 2".into());
         }
-        if height != width || height < 8 || height % 8 != 0 {
-            return bad(format!(
-                "images must be square with a side that is a multiple of 8, got {height}x{width}"
-            ));
+        if height != width {
+            return bad(format!("images must be square, got {height}x{width}"));
+        }
+        if let Some(why) = shape.variant.check_side(height) {
+            return bad(why);
         }
         if let Some(n) = shape.normalize
             && n.channels != channels
@@ -121,35 +130,46 @@ impl ResNet9 {
 
     /// The eight conv-BN-ReLU blocks, their tensors from offset 0.
     fn blocks(&self) -> Vec<Block> {
-        let (c, w) = (self.image.channels, self.width);
-        let shapes = [
-            (c, w, false),
-            (w, 2 * w, true),
-            (2 * w, 2 * w, false),
-            (2 * w, 2 * w, false),
-            (2 * w, 4 * w, true),
-            (4 * w, 8 * w, true),
-            (8 * w, 8 * w, false),
-            (8 * w, 8 * w, false),
-        ];
         let (mut side, mut at) = (self.image.height, 0);
-        let mut blocks = Vec::with_capacity(8);
-        for (cin, cout, pool) in shapes {
-            let conv = Conv::new(side, side, cin, 3, 1);
+        let specs = self.variant.specs(self.image.channels, self.width);
+        let mut blocks = Vec::with_capacity(specs.len());
+        for s in specs {
+            let out = variant::out_side(side, &s);
+            let conv = Conv {
+                in_h: side,
+                in_w: side,
+                in_c: s.cin,
+                k: s.k,
+                pad: s.pad,
+                out_h: out,
+                out_w: out,
+            };
+            let path = if s.stride > 1 {
+                Path::Strided(s.stride)
+            } else if winograd::wins(&conv, s.cout) {
+                Path::Winograd
+            } else {
+                Path::Im2col
+            };
             let b = Block {
-                winograd: winograd::wins(&conv, cout),
+                name: s.name,
                 conv,
-                cout,
-                pool,
+                cout: s.cout,
+                pool: s.pool,
+                path,
+                residual: s.residual,
                 at,
             };
             at = b.end();
-            if pool {
-                side /= 2;
-            }
+            side = if s.pool { out / 2 } else { out };
             blocks.push(b);
         }
         blocks
+    }
+
+    /// Channels into the linear layer (the last block's).
+    fn head_width(&self) -> usize {
+        self.variant.specs(self.image.channels, self.width)[7].cout
     }
 
     /// Where the linear layer's weights start.
@@ -182,7 +202,7 @@ impl Model for ResNet9 {
     }
 
     fn num_params(&self) -> usize {
-        self.head_at() + self.classes * 8 * self.width
+        self.head_at() + self.classes * self.head_width()
     }
 
     fn input_dim(&self) -> usize {
@@ -190,15 +210,16 @@ impl Model for ResNet9 {
     }
 
     /// The burn tier's names and shapes: per block `{name}.conv.weight`
-    /// `[out, 3, 3, in]`, `{name}.bn.weight`, `.bias`, `.running_mean`,
-    /// `.running_var`; then `linear.weight`.
+    /// `[out, k, k, in]`, `{name}.bn.weight`, `.bias`, `.running_mean`,
+    /// `.running_var`; then `linear.weight` (the SR-FCA variant's block
+    /// names: [`variant`]).
     fn tensors(&self) -> Vec<TensorSpec> {
         let mut out = Vec::with_capacity(41);
-        for (b, name) in self.blocks().iter().zip(NAMES) {
-            let (o, i) = (b.cout, b.conv.in_c);
+        for b in self.blocks() {
+            let (o, i, k, name) = (b.cout, b.conv.in_c, b.conv.k, b.name);
             out.push(TensorSpec::new(
                 &format!("{name}.conv.weight"),
-                &[o, 3, 3, i],
+                &[o, k, k, i],
             ));
             for t in ["weight", "bias", "running_mean", "running_var"] {
                 out.push(TensorSpec::new(&format!("{name}.bn.{t}"), &[o]));
@@ -206,13 +227,14 @@ impl Model for ResNet9 {
         }
         out.push(TensorSpec::new(
             "linear.weight",
-            &[self.classes, 8 * self.width],
+            &[self.classes, self.head_width()],
         ));
         out
     }
 
     /// As the burn tier (and PyTorch): filters `U(±1/√fan_in)`, scales 1,
-    /// shifts 0, running means 0, variances 1, the linear layer `U(±1/√8w)`.
+    /// shifts 0, running means 0, variances 1, the linear layer
+    /// `U(±1/√fan_in)` (`8w` inputs; the SR-FCA variant's `2w`).
     fn init(&self, rng: &mut Rng, out: &mut [f32]) {
         for b in self.blocks() {
             uniform_fan_in(rng, b.conv.patch(), &mut out[b.filters()]);
@@ -222,7 +244,7 @@ impl Model for ResNet9 {
             out[b.vector(3)].fill(1.0);
         }
         let head_at = self.head_at();
-        uniform_fan_in(rng, 8 * self.width, &mut out[head_at..]);
+        uniform_fan_in(rng, self.head_width(), &mut out[head_at..]);
     }
 
     fn loss(&self, params: &[f32], batch: Batch<'_>, ws: &mut Workspace) -> f64 {
@@ -266,7 +288,7 @@ impl Model for ResNet9 {
             .iter()
             .map(|b| 2 * (b.conv.positions() * b.conv.patch() * b.cout) as u64)
             .sum();
-        convs + 2 * (8 * self.width * self.classes) as u64
+        convs + 2 * (self.head_width() * self.classes) as u64
     }
 
     fn head_start(&self) -> usize {

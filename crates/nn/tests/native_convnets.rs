@@ -168,6 +168,7 @@ fn resnet_tiers(augment: bool) -> (Box<dyn Model>, Box<dyn Model>) {
             augment,
             normalize: None,
             label_smoothing: 0.0,
+            variant: Default::default(),
         }
         .build(&input)
         .unwrap()

@@ -6,6 +6,7 @@ use fedcluster_core::{AlgoError, ClientEnv, ClientHalf, RoundCtx};
 use super::config::Config;
 use super::messages::{Down, Up};
 use super::resample::DataSplit;
+use super::schedule::RefineLr;
 use crate::common::messages::ModelReply;
 use crate::common::trainer::{LocalTrainer, Optimizer};
 use crate::ifca::local_step::{LocalStep, RoundModels, client_round};
@@ -22,6 +23,9 @@ pub struct SrFcaClient {
     /// With `resample`: the block of its data each round uses.
     #[serde(default)]
     split: Option<DataSplit>,
+    /// With `refine_schedule`: the factor of `lr` each round.
+    #[serde(default)]
+    refine_lr: Option<RefineLr>,
 }
 
 impl SrFcaClient {
@@ -35,6 +39,7 @@ impl SrFcaClient {
             optimizer: config.optimizer,
             trainer: LocalTrainer::new(config.optimizer),
             split: DataSplit::new(config),
+            refine_lr: RefineLr::new(config),
         }
     }
 
@@ -67,15 +72,16 @@ impl ClientHalf for SrFcaClient {
         let full = env.data;
         let rows = self.rows(ctx.round, full.len())?;
         env.data = full.rows(rows.start, rows.end);
-        let reply = self.reply(msg, env);
+        let reply = self.reply(ctx.round, msg, env);
         env.data = full;
         reply
     }
 }
 
 impl SrFcaClient {
-    /// The reply to `msg` on `env.data` (this round's block with `resample`).
-    fn reply(&mut self, msg: &Down, env: &mut ClientEnv<'_>) -> Result<Up, AlgoError> {
+    /// The reply to `msg` at `round` on `env.data` (this round's block with
+    /// `resample`).
+    fn reply(&mut self, round: usize, msg: &Down, env: &mut ClientEnv<'_>) -> Result<Up, AlgoError> {
         let samples = env.data.len();
         Ok(match msg {
             Down::TrainLocal(w0) => {
@@ -136,11 +142,19 @@ impl SrFcaClient {
                     AlgoError::Protocol(format!("cluster {c} is not among the models"))
                 })?;
                 let mut grad = vec![0.0f32; *p];
+                // REFINE's schedule (1 without one): the server steps lr
+                // along the trimmed mean of what the members send.
+                let factor = self.refine_lr.map_or(1.0, |s| s.factor(round));
                 let loss = if *local_steps == 1 && self.optimizer.is_gd() {
-                    env.model.loss_grad(start, env.data, &mut grad, env.ws)
+                    let loss = env.model.loss_grad(start, env.data, &mut grad, env.ws);
+                    if factor != 1.0 {
+                        grad.iter_mut().for_each(|g| *g *= factor);
+                    }
+                    loss
                 } else {
                     grad.copy_from_slice(start);
-                    let loss = self.trainer.train(&mut grad, self.lr, *local_steps, env);
+                    let lr = self.lr * factor;
+                    let loss = self.trainer.train(&mut grad, lr, *local_steps, env);
                     // (start − end) / lr, so that the server's step of lr
                     // along the trimmed mean is the trimmed mean of updates.
                     let scale = 1.0 / self.lr;

@@ -64,6 +64,22 @@ pub enum AfterOneShot {
     },
 }
 
+/// `refine_schedule`: the step size over a REFINE step's TrimmedMeanGD rounds
+/// (`super::schedule`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields, tag = "kind")]
+pub enum RefineSchedule {
+    /// `np.interp(r, [0, warmup_rounds, refine_rounds], [0, 1, 0])`: 0 at
+    /// the first round (as `LambdaLR`'s first step), the full step at
+    /// `warmup_rounds`, then linear towards 0 at `refine_rounds`. With
+    /// `refine_rounds <= warmup_rounds` (no round after the warm-up) the
+    /// rounds run at the full step, as `local_optimizer.schedule` does.
+    Triangular {
+        /// Rounds of the linear warm-up from 0.
+        warmup_rounds: usize,
+    },
+}
+
 /// SR-FCA parameters.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -107,6 +123,11 @@ pub struct Config {
     /// divided by `lr`, as the public code's REFINE does.
     #[serde(default = "default_refine_local_steps")]
     pub refine_local_steps: usize,
+    /// TrimmedMeanGD's step size over each REFINE step's rounds, as the
+    /// public code's `ClusterTrainer` schedules it (absent, the default: `lr`
+    /// throughout); the final training keeps `lr`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refine_schedule: Option<RefineSchedule>,
     /// `w_0`, the start of every local and cluster model.
     #[serde(default)]
     pub init: InitScheme,
@@ -214,6 +235,12 @@ impl Validate for Config {
         }
         if let AfterOneShot::Ifca { local_steps } = self.then {
             at_least_one("then.local_steps", local_steps)?;
+            if self.refine_schedule.is_some() {
+                return Err(FieldError::new(
+                    "refine_schedule",
+                    "schedules REFINE's rounds; then.kind = \"ifca\" runs no REFINE",
+                ));
+            }
             if self.resample {
                 return Err(FieldError::new(
                     "resample",

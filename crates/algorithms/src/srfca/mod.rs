@@ -40,6 +40,10 @@
 //! replacement, all of them when the cluster has no more); the evaluation
 //! rounds and RECLUSTER still involve every client.
 //!
+//! With `refine_schedule` (off by default) step 4(a)'s round `r` of each
+//! REFINE step runs at `lr · factor(r)`, the public code's triangular
+//! schedule over its cluster training (`schedule`).
+//!
 //! With `then = { kind = "ifca", local_steps }` steps 4-5 are replaced by IFCA
 //! with model averaging from ONE_SHOT's clusters (each starting at the mean of
 //! its members' local models): the paper's ONE_SHOT-IFCA baseline.
@@ -50,14 +54,16 @@ mod config;
 mod messages;
 mod pivot;
 mod resample;
+mod schedule;
 mod server;
 
 pub use client::SrFcaClient;
 pub use clustering::{merge, merge_with, one_shot, one_shot_with, recluster, resolve_threshold};
-pub use config::{AfterOneShot, Clustering, Config, Distance, Threshold};
+pub use config::{AfterOneShot, Clustering, Config, Distance, RefineSchedule, Threshold};
 pub use messages::{Down, Up};
 pub use pivot::{Cut, pivot_clusters};
 pub use resample::DataSplit;
+pub use schedule::RefineLr;
 pub use server::{MAX_CLIENTS, SrFcaServer};
 
 use crate::common::checked::{Checked, FieldError};
@@ -85,5 +91,7 @@ impl Algorithm for SrFca {
 
 #[cfg(test)]
 mod option_tests;
+#[cfg(test)]
+mod schedule_tests;
 #[cfg(test)]
 mod tests;

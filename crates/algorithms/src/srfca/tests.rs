@@ -44,6 +44,7 @@ pub(super) fn config(distance: Distance, threshold: Threshold) -> Config {
         lr: 0.1,
         optimizer: Optimizer::default(),
         refine_local_steps: 1,
+        refine_schedule: None,
         init: InitScheme::Zeros,
         then: AfterOneShot::Refine,
         clustering: Clustering::Components,

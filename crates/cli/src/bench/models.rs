@@ -176,6 +176,7 @@ pub(super) fn cases(only: Option<&str>) -> Result<Vec<Case>> {
         augmentation: None,
         normalize: None,
         label_smoothing: 0.0,
+        variant: Default::default(),
     })?;
     cases.push(case(
         "resnet9 32x32x3, native",

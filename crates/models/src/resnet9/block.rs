@@ -1,6 +1,7 @@
-//! One conv-BN-ReLU block of [`super::ResNet9`]: a 3x3 convolution without
-//! bias (padding 1; by Winograd F(2x2, 3x3), `crate::cnn::winograd`, where
-//! its rule picks it, else by `im2col`, `crate::cnn::conv`), batch normalisation over every
+//! One conv-BN-ReLU block of [`super::ResNet9`]: a convolution without
+//! bias (3x3 with padding 1 by Winograd F(2x2, 3x3), `crate::cnn::winograd`,
+//! where its rule picks it, else by `im2col`, `crate::cnn::conv`, or with a
+//! stride, [`super::strided`]), batch normalisation over every
 //! position of every image, ReLU, and an optional 2x2 max-pooling; forward
 //! in training mode (the batch's statistics) or evaluation mode (the running
 //! ones), and backward in training mode.
@@ -17,6 +18,8 @@ use crate::cnn::layers::relu_backward;
 use crate::cnn::pool::{pool_forward, pool_relu_backward};
 use crate::cnn::winograd;
 
+use super::strided;
+
 /// PyTorch's batch-norm `ε`.
 pub const BN_EPS: f32 = 1e-5;
 /// PyTorch's batch-norm running-statistics momentum.
@@ -24,18 +27,33 @@ pub const BN_MOMENTUM: f32 = 0.1;
 
 /// A block's shape and where its five tensors sit in the flat vector.
 pub(super) struct Block {
-    /// The 3x3 convolution, padding 1.
+    /// Its tensors' name prefix (`{name}.conv.weight`, `{name}.bn.*`).
+    pub name: &'static str,
+    /// The convolution (its `out_h x out_w` are the strided positions).
     pub conv: Conv,
     /// Output channels.
     pub cout: usize,
     /// Whether a 2x2 max-pooling follows.
     pub pool: bool,
-    /// Whether the convolution runs by Winograd F(2x2, 3x3) (else by
-    /// `im2col`): [`winograd::wins`] at construction.
-    pub winograd: bool,
+    /// How the convolution runs.
+    pub path: Path,
+    /// Whether the block's output is its ReLU's plus the output of the block
+    /// two before (the end of a residual pair).
+    pub residual: bool,
     /// Offset of the convolution's filters (`[cout, 3, 3, cin]`), followed by
     /// the scale, the shift, the running mean and the running variance.
     pub at: usize,
+}
+
+/// How a block's convolution runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Path {
+    /// Winograd F(2x2, 3x3) ([`winograd::wins`] at construction).
+    Winograd,
+    /// `im2col` and a GEMM, stride 1.
+    Im2col,
+    /// `im2col` with this stride and a GEMM ([`strided`]).
+    Strided(usize),
 }
 
 impl Block {
@@ -58,10 +76,9 @@ impl Block {
 
     /// Scratch values the convolution's passes over `n` images need.
     pub fn scratch_len(&self, n: usize) -> usize {
-        if self.winograd {
-            winograd::scratch_len(&self.conv, self.cout, n)
-        } else {
-            self.conv.scratch_len(n)
+        match self.path {
+            Path::Winograd => winograd::scratch_len(&self.conv, self.cout, n),
+            Path::Im2col | Path::Strided(_) => self.conv.scratch_len(n),
         }
     }
 
@@ -114,10 +131,10 @@ pub(super) fn forward(
     mode: Mode,
 ) {
     let w = &params[b.filters()];
-    if b.winograd {
-        winograd::forward(&b.conv, x, w, n, cols, s.a);
-    } else {
-        conv_forward(&b.conv, x, w, n, cols, s.a);
+    match b.path {
+        Path::Winograd => winograd::forward(&b.conv, x, w, n, cols, s.a),
+        Path::Im2col => conv_forward(&b.conv, x, w, n, cols, s.a),
+        Path::Strided(stride) => strided::forward(&b.conv, stride, x, w, n, cols, s.a),
     }
     if mode == Mode::Batch {
         batch_statistics(s.a, s.mean, s.var);
@@ -198,10 +215,10 @@ pub(super) fn backward(
     let (dgamma, rest) = grad[b.vector(0).start..b.vector(2).start].split_at_mut(b.cout);
     norm_backward(dz, s.xhat, &params[b.vector(0)], s.var, dgamma, rest);
     let (w, gw) = (&params[b.filters()], &mut grad[b.filters()]);
-    if b.winograd {
-        winograd::backward(&b.conv, x, dz, w, n, 1.0, cols, gw, dx);
-    } else {
-        conv_backward(&b.conv, x, dz, w, n, 1.0, cols, gw, dx);
+    match b.path {
+        Path::Winograd => winograd::backward(&b.conv, x, dz, w, n, 1.0, cols, gw, dx),
+        Path::Im2col => conv_backward(&b.conv, x, dz, w, n, 1.0, cols, gw, dx),
+        Path::Strided(stride) => strided::backward(&b.conv, stride, x, dz, w, n, cols, gw, dx),
     }
 }
 

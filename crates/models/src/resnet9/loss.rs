@@ -43,7 +43,19 @@ impl ResNet9 {
         let x = self.normalized(x, normed);
         let head_at = self.head_at();
         let head = &params[head_at..];
-        pass::forward(&blocks, &plan, params, head, x, n, acts, cols, Mode::Batch);
+        let scale = self.variant.logit_scale();
+        pass::forward(
+            &blocks,
+            &plan,
+            params,
+            head,
+            x,
+            n,
+            acts,
+            cols,
+            Mode::Batch,
+            scale,
+        );
         let mut loss = 0.0;
         let Some(grad) = grad else {
             let mut g = vec![0.0; k];
@@ -65,7 +77,7 @@ impl ResNet9 {
         }
         let s = Scratch { cols, dz, r, p, q };
         pass::backward(
-            &blocks, &plan, params, head_at, x, n, acts, &dlogits, grad, s,
+            &blocks, &plan, params, head_at, x, n, acts, &dlogits, grad, s, scale,
         );
         loss / n as f64
     }
@@ -112,6 +124,7 @@ impl ResNet9 {
                 acts,
                 cols,
                 Mode::Running,
+                self.variant.logit_scale(),
             );
             let z = &acts[plan.z.clone()];
             let mut g = vec![0.0; k];

@@ -1,7 +1,11 @@
 //! The whole network's forward and backward passes over `n` images, in
 //! buffers carved from the workspace: the activations of every block in
 //! forward order ([`Plan`]), so that a block's input always lies before its
-//! outputs, then the backward pass's scratch.
+//! outputs, then the backward pass's scratch. Block `i` reads block `i − 1`'s
+//! output (the images for block 0); a block's output is its pooled values,
+//! else its ReLU's, plus, at the end of a residual pair, the output of the
+//! block two before. Page's network (the SR-FCA code's differs in its
+//! shapes and in that block 7 is plain and its residual sum is `p4 + a6`):
 //!
 //! ```text
 //! block 0 (x)        -> a0
@@ -12,7 +16,7 @@
 //! block 5 (p4)       -> a5, pooled p5
 //! block 6 (p5)       -> a6
 //! block 7 (a6)       -> a7;   h7 = p5 + a7
-//! head    (h7)       -> g = global max, z = 0.125 g Wᵀ
+//! head    (h7)       -> g = global max, z = scale · g Wᵀ
 //! ```
 
 use std::ops::Range;
@@ -20,16 +24,13 @@ use std::ops::Range;
 use super::block::{self, Block, Mode, Saved};
 use crate::cnn::layers::{dense, input_grad, weight_grad};
 
-/// Scale of the logits (Page's `Mul(0.125)`).
-pub(super) const LOGIT_SCALE: f32 = 0.125;
-
 /// Ranges of one pass's activations in one buffer, in forward order.
 pub(super) struct Plan {
     /// Per block: normalised values, ReLU output, pooled output, pooling
     /// indices, batch mean, batch variance.
     blocks: Vec<[Range<usize>; 6]>,
-    h3: Range<usize>,
-    h7: Range<usize>,
+    /// Per block: its residual sum (empty unless it ends a residual pair).
+    sums: Vec<Range<usize>>,
     g: Range<usize>,
     gidx: Range<usize>,
     /// The logits.
@@ -53,8 +54,8 @@ impl Plan {
             at - len..at
         };
         let mut ranges = Vec::with_capacity(blocks.len());
-        let (mut h3, mut h7) = (0..0, 0..0);
-        for (i, b) in blocks.iter().enumerate() {
+        let mut sums = Vec::with_capacity(blocks.len());
+        for b in blocks {
             let pooled = if b.pool { n * b.out_len() } else { 0 };
             ranges.push([
                 take(n * b.conv_len()),
@@ -64,13 +65,13 @@ impl Plan {
                 take(b.cout),
                 take(b.cout),
             ]);
-            match i {
-                3 => h3 = take(n * b.out_len()),
-                7 => h7 = take(n * b.out_len()),
-                _ => {}
-            }
+            sums.push(if b.residual {
+                take(n * b.out_len())
+            } else {
+                0..0
+            });
         }
-        let last = blocks[7].cout;
+        let last = blocks.last().map_or(0, |b| b.cout);
         let (g, gidx, z) = (take(n * last), take(n * last), take(n * classes));
         let widest = blocks
             .iter()
@@ -82,8 +83,7 @@ impl Plan {
             .unwrap_or(0);
         Plan {
             blocks: ranges,
-            h3,
-            h7,
+            sums,
             g,
             gidx,
             z,
@@ -100,19 +100,22 @@ impl Plan {
         (&acts[r[4].clone()], &acts[r[5].clone()])
     }
 
+    /// Block `i`'s output range: its residual sum, else its pooled values,
+    /// else its ReLU's.
+    fn output(&self, i: usize) -> Range<usize> {
+        let r = &self.blocks[i];
+        if !self.sums[i].is_empty() {
+            self.sums[i].clone()
+        } else if !r[2].is_empty() {
+            r[2].clone()
+        } else {
+            r[1].clone()
+        }
+    }
+
     /// Block `i`'s input range (`None`: the images).
     fn input(&self, i: usize) -> Option<Range<usize>> {
-        let b = &self.blocks;
-        match i {
-            0 => None,
-            1 => Some(b[0][1].clone()),
-            2 => Some(b[1][2].clone()),
-            3 => Some(b[2][1].clone()),
-            4 => Some(self.h3.clone()),
-            5 => Some(b[4][2].clone()),
-            6 => Some(b[5][2].clone()),
-            _ => Some(b[6][1].clone()),
-        }
+        i.checked_sub(1).map(|j| self.output(j))
     }
 
     /// Block `i`'s input and its saved buffers in `acts`.
@@ -154,7 +157,7 @@ fn residual(acts: &mut [f32], p: Range<usize>, a: Range<usize>, out: Range<usize
 }
 
 /// The forward pass over `n` images `x`: every block's activations into
-/// `acts` and the logits into `acts[plan.z]`.
+/// `acts` and the logits, `scale · g Wᵀ`, into `acts[plan.z]`.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn forward(
     blocks: &[Block],
@@ -166,29 +169,20 @@ pub(super) fn forward(
     acts: &mut [f32],
     cols: &mut [f32],
     mode: Mode,
+    scale: f32,
 ) {
     for (i, b) in blocks.iter().enumerate() {
         let (input, mut saved) = plan.split(acts, x, i);
         block::forward(b, params, input, n, cols, &mut saved, mode);
-        match i {
-            3 => residual(
-                acts,
-                plan.blocks[1][2].clone(),
-                plan.blocks[3][1].clone(),
-                plan.h3.clone(),
-            ),
-            7 => residual(
-                acts,
-                plan.blocks[5][2].clone(),
-                plan.blocks[7][1].clone(),
-                plan.h7.clone(),
-            ),
-            _ => {}
+        if b.residual {
+            let a = plan.blocks[i][1].clone();
+            residual(acts, plan.output(i - 2), a, plan.sums[i].clone());
         }
     }
-    let c = blocks[7].cout;
+    let last = blocks.len() - 1;
+    let c = blocks[last].cout;
     let (before, after) = acts.split_at_mut(plan.g.start);
-    let h7 = &before[plan.h7.clone()];
+    let h7 = &before[plan.output(last)];
     let (g, rest) = after.split_at_mut(plan.g.len());
     let (gidx, rest) = rest.split_at_mut(plan.gidx.len());
     let per_image = h7.len() / n.max(1);
@@ -205,7 +199,7 @@ pub(super) fn forward(
         }
     }
     let z = &mut rest[..plan.z.len()];
-    dense(z, g, head, c, LOGIT_SCALE);
+    dense(z, g, head, c, scale);
 }
 
 /// Gradient buffers of the backward pass.
@@ -217,10 +211,10 @@ pub(super) struct Scratch<'a> {
     pub q: &'a mut [f32],
 }
 
-/// The backward pass after [`forward`] in training mode, from the logits'
-/// gradient `dlogits` (already divided by the batch size): every trainable
-/// tensor's gradient into `grad` (`head_at` is where the linear layer's
-/// starts), zeros for the running statistics.
+/// The backward pass after [`forward`] in training mode (logits scaled by
+/// `scale`), from the logits' gradient `dlogits` (already divided by the
+/// batch size): every trainable tensor's gradient into `grad` (`head_at` is
+/// where the linear layer's starts), zeros for the running statistics.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn backward(
     blocks: &[Block],
@@ -233,20 +227,22 @@ pub(super) fn backward(
     dlogits: &[f32],
     grad: &mut [f32],
     s: Scratch<'_>,
+    scale: f32,
 ) {
-    let c = blocks[7].cout;
+    let last = blocks.len() - 1;
+    let c = blocks[last].cout;
     let head = &params[head_at..];
     weight_grad(
         &mut grad[head_at..],
         dlogits,
         &acts[plan.g.clone()],
         n,
-        LOGIT_SCALE,
+        scale,
     );
-    // dg into dz's front, then scattered to the maxima of h7 in r.
+    // dg into dz's front, then scattered to the maxima of the last output in r.
     let dg = &mut s.dz[..n * c];
-    input_grad(dg, dlogits, head, n, LOGIT_SCALE);
-    let r = &mut s.r[..plan.h7.len()];
+    input_grad(dg, dlogits, head, n, scale);
+    let r = &mut s.r[..plan.output(last).len()];
     r.fill(0.0);
     for (d, at) in dg.iter().zip(&acts[plan.gidx.clone()]) {
         r[*at as usize] += d;
@@ -255,25 +251,64 @@ pub(super) fn backward(
         grad[b.vector(2).start..b.end()].fill(0.0);
     }
     // Block by block, backwards: block i's input gradient (len(i) values) is
-    // block i - 1's output gradient; p and q take turns, and r holds the
-    // gradient at h7, then at h3, which the residual connections add back.
+    // block i − 1's output gradient. Three buffers take turns: the current
+    // output gradient, the next, and, from the end of a residual pair until
+    // the gradient at the pair's input is known, the gradient at the pair's
+    // output, which the residual connection adds back there.
     let len = |i: usize| n * blocks[i].conv.in_h * blocks[i].conv.in_w * blocks[i].conv.in_c;
-    let mut step = |i: usize, dout: &[f32], dx: Option<&mut [f32]>| {
+    let mut bufs = [s.p, s.q, s.r];
+    let (mut cur, mut pending) = (2, None);
+    for i in (0..blocks.len()).rev() {
+        if blocks[i].residual {
+            pending = Some((cur, i - 2));
+        }
+        let next = (0..3)
+            .find(|&b| b != cur && pending.is_none_or(|(p, _)| p != b))
+            .expect("three buffers");
+        let out_len = n * blocks[i].out_len();
+        let (dout, dx) = pair(&mut bufs, cur, next);
+        let dx = if i > 0 { Some(&mut dx[..len(i)]) } else { None };
         let (input, saved) = plan.split(acts, x, i);
         block::backward(
-            &blocks[i], params, input, n, &saved, dout, grad, s.cols, s.dz, dx,
+            &blocks[i],
+            params,
+            input,
+            n,
+            &saved,
+            &dout[..out_len],
+            grad,
+            s.cols,
+            s.dz,
+            dx,
         );
-    };
-    step(7, &r[..], Some(&mut s.p[..len(7)]));
-    step(6, &s.p[..len(7)], Some(&mut s.q[..len(6)]));
-    add(&mut s.q[..len(6)], r);
-    step(5, &s.q[..len(6)], Some(&mut s.p[..len(5)]));
-    step(4, &s.p[..len(5)], Some(&mut s.r[..len(4)]));
-    step(3, &s.r[..len(4)], Some(&mut s.p[..len(3)]));
-    step(2, &s.p[..len(3)], Some(&mut s.q[..len(2)]));
-    add(&mut s.q[..len(2)], &s.r[..len(4)]);
-    step(1, &s.q[..len(2)], Some(&mut s.p[..len(1)]));
-    step(0, &s.p[..len(1)], None);
+        if let Some((p, target)) = pending
+            && i > 0
+            && target == i - 1
+        {
+            let (sum, d) = pair(&mut bufs, p, next);
+            add(&mut d[..len(i)], &sum[..len(i)]);
+            pending = None;
+        }
+        cur = next;
+    }
+}
+
+/// Buffer `read` to read and buffer `write` to write, of three.
+fn pair<'a>(
+    bufs: &'a mut [&mut [f32]; 3],
+    read: usize,
+    write: usize,
+) -> (&'a [f32], &'a mut [f32]) {
+    let [a, b, c] = bufs;
+    match (read, write) {
+        (0, 1) => (a, b),
+        (0, 2) => (a, c),
+        (1, 0) => (b, a),
+        (1, 2) => (b, c),
+        (2, 0) => (c, a),
+        (2, 1) => (c, b),
+        _ => unreachable!("two different buffers of three"),
+    }
 }
 
 /// `d += e`.

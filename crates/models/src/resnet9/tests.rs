@@ -8,7 +8,7 @@ use fedcluster_core::{Batch, ImageShape, Model, Purpose, Targets, Workspace, str
 
 use super::*;
 
-fn small(width: usize) -> ResNet9 {
+pub(super) fn small(width: usize) -> ResNet9 {
     ResNet9::new(ResNet9 {
         image: ImageShape {
             height: 8,
@@ -20,11 +20,12 @@ fn small(width: usize) -> ResNet9 {
         augmentation: None,
         normalize: None,
         label_smoothing: 0.0,
+        variant: Variant::Page,
     })
     .unwrap()
 }
 
-fn data(model: &ResNet9, n: usize, seed: u64) -> (Vec<f32>, Vec<u32>) {
+pub(super) fn data(model: &ResNet9, n: usize, seed: u64) -> (Vec<f32>, Vec<u32>) {
     let mut rng = stream(seed, Purpose::TestData, 0, 0);
     let x = (0..n * model.input_dim())
         .map(|_| rng.random_range(-1.0f32..1.0))
@@ -35,7 +36,7 @@ fn data(model: &ResNet9, n: usize, seed: u64) -> (Vec<f32>, Vec<u32>) {
     (x, y)
 }
 
-fn init(model: &ResNet9, seed: u64) -> Vec<f32> {
+pub(super) fn init(model: &ResNet9, seed: u64) -> Vec<f32> {
     let mut p = vec![0.0; model.num_params()];
     model.init(&mut stream(seed, Purpose::Init, 0, 0), &mut p);
     p
@@ -54,6 +55,7 @@ fn pages_resnet9_has_the_expected_size_and_tensors() {
         augmentation: None,
         normalize: None,
         label_smoothing: 0.0,
+        variant: Variant::Page,
     })
     .unwrap();
     // 6,573,120 trainable (the 6.57M usually quoted) + 4,480 running statistics.
@@ -105,7 +107,7 @@ fn gradient_matches_finite_differences_with_smoothing_and_normalisation() {
 
 /// The gradient of [`ResNet9::training_loss`] against central differences,
 /// tensor by tensor (zero on the running statistics).
-fn check_gradient(model: &ResNet9) {
+pub(super) fn check_gradient(model: &ResNet9) {
     let (x, y) = data(model, 6, 3);
     let batch = Batch::new(&x, Targets::Class(&y), model.input_dim()).unwrap();
     let p = init(model, 3);
@@ -223,7 +225,12 @@ fn minibatch_training_learns_a_small_problem() {
 /// Winograd.
 #[test]
 fn small_and_full_networks_run_both_convolution_paths() {
-    let paths = |m: &ResNet9| m.blocks().iter().map(|b| b.winograd).collect::<Vec<_>>();
+    let paths = |m: &ResNet9| {
+        m.blocks()
+            .iter()
+            .map(|b| b.path == Path::Winograd)
+            .collect::<Vec<_>>()
+    };
     let small = paths(&small(2));
     assert!(small.contains(&true) && small.contains(&false), "{small:?}");
     let full = ResNet9::new(ResNet9 {
@@ -237,6 +244,7 @@ fn small_and_full_networks_run_both_convolution_paths() {
         augmentation: None,
         normalize: None,
         label_smoothing: 0.0,
+        variant: Variant::Page,
     })
     .unwrap();
     assert_eq!(

@@ -23,6 +23,7 @@ use serde::{Deserialize, Serialize};
 use fedcluster_core::ImageShape;
 use fedcluster_core::train::Normalize;
 use fedcluster_core::{Input, Model};
+use fedcluster_models::resnet9::Variant;
 
 use crate::config::{self, AugmentConfig, ModelBackend};
 use crate::flat::{Init, ParamSpec};
@@ -33,7 +34,8 @@ use crate::{Net, NnError};
 
 /// `[model] kind = "resnet9"`: ResNet9 (Page 2019), the SR-FCA paper's CIFAR
 /// network, native by default, with the SR-FCA code's recipe keys
-/// `normalize` and `label_smoothing` (native only; off by default).
+/// `normalize` and `label_smoothing` and its network, `variant = "srfca"`
+/// (native only; off by default).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ResNet9Config {
@@ -56,6 +58,14 @@ pub struct ResNet9Config {
     /// Label smoothing `ε` of the loss (training and evaluation), in `[0, 1)`.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub label_smoothing: f32,
+    /// Page's network (`"page"`, the default) or the SR-FCA public code's
+    /// (`"srfca"`, native only): `fedcluster_models::resnet9::variant`.
+    #[serde(default, skip_serializing_if = "is_page")]
+    pub variant: Variant,
+}
+
+fn is_page(variant: &Variant) -> bool {
+    *variant == Variant::Page
 }
 
 impl ResNet9Config {
@@ -69,8 +79,17 @@ impl ResNet9Config {
             classes,
         };
         let augmentation = AugmentConfig::of(self.augment, image);
-        // The burn network's checks name the keys for both backends.
-        Net::ResNet9(net).check()?;
+        if self.variant != Variant::Page && !config::native(self.backend) {
+            return Err(config::invalid(
+                "variant",
+                "\"srfca\" is built on the native backend only; remove `backend` or this key",
+            ));
+        }
+        // The burn network's checks name the keys for both backends (the
+        // SR-FCA variant's shapes are checked natively).
+        if self.variant == Variant::Page {
+            Net::ResNet9(net).check()?;
+        }
         let normalize = self.recipe(image.channels)?;
         if !config::native(self.backend) {
             if normalize.is_some() || self.label_smoothing != 0.0 {
@@ -93,6 +112,7 @@ impl ResNet9Config {
             augmentation,
             normalize,
             label_smoothing: self.label_smoothing,
+            variant: self.variant,
         };
         Ok(Box::new(
             fedcluster_models::ResNet9::new(shape).map_err(NnError::NativeShape)?,
