@@ -44,10 +44,15 @@ impl ClientHalf for OneShotClient {
         env: &mut ClientEnv<'_>,
     ) -> Result<Up, AlgoError> {
         match msg {
-            Down::Erm => {
-                let p = env.model.num_params();
-                let mut params = vec![0.0; p];
-                self.erm_init.fill(env.model, &mut env.rng, &mut params);
+            Down::Erm(start) => {
+                let mut params = match start {
+                    Some(start) => start.model().to_vec(),
+                    None => {
+                        let mut params = vec![0.0; env.model.num_params()];
+                        self.erm_init.fill(env.model, &mut env.rng, &mut params);
+                        params
+                    }
+                };
                 // The local ERM trains once, from fresh optimizer state.
                 LocalTrainer::new(self.optimizer).train(
                     &mut params,

@@ -22,6 +22,10 @@ pub struct Config {
     /// an under-determined least-squares problem).
     #[serde(default = "default_erm_init")]
     pub erm_init: InitScheme,
+    /// Whether the clients start their ERM from their own draw of `erm_init`
+    /// or from one draw the server sends them all (see [`ErmStart`]).
+    #[serde(default, skip_serializing_if = "ErmStart::is_own")]
+    pub erm_start: ErmStart,
     /// k-means restarts.
     #[serde(default = "default_kmeans_restarts")]
     pub kmeans_restarts: usize,
@@ -40,6 +44,28 @@ pub struct Config {
     /// averaging): full-batch GD (default) or Adam on minibatches.
     #[serde(default)]
     pub optimizer: Optimizer,
+}
+
+/// Where each client's local ERM starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ErmStart {
+    /// Each client draws its own start from `erm_init` on its own stream:
+    /// the paper's setting (convex losses, where the start does not matter).
+    #[default]
+    Own,
+    /// The server draws one start `w_0` from `erm_init` on its `(seed, Init)`
+    /// stream and sends it with the ERM request, so every local model starts
+    /// from the same point (as SR-FCA's ONE_SHOT does): a neural network's
+    /// local models are only comparable coordinate by coordinate, as k-means
+    /// compares them, when they share their start.
+    Shared,
+}
+
+impl ErmStart {
+    fn is_own(&self) -> bool {
+        *self == ErmStart::Own
+    }
 }
 
 fn default_erm_steps() -> usize {

@@ -8,8 +8,9 @@ use crate::common::messages::{ClusterModel, ModelReply};
 /// Server to client.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub enum Down {
-    /// Phase 1: compute and send your local ERM.
-    Erm,
+    /// Phase 1: compute and send your local ERM, from this start when the
+    /// server sends one (`erm_start = "shared"`).
+    Erm(Option<ClusterModel>),
     /// Phase 2: a FedAvg round inside your cluster.
     Train(ClusterModel),
 }
@@ -26,14 +27,14 @@ pub enum Up {
 impl Message for Down {
     fn wire_bytes(&self) -> u64 {
         match self {
-            Down::Erm => 4,
-            Down::Train(m) => 4 + m.wire_bytes(),
+            Down::Erm(None) => 4,
+            Down::Erm(Some(m)) | Down::Train(m) => 4 + m.wire_bytes(),
         }
     }
     fn is_finite(&self) -> bool {
         match self {
-            Down::Erm => true,
-            Down::Train(m) => m.is_finite(),
+            Down::Erm(None) => true,
+            Down::Erm(Some(m)) | Down::Train(m) => m.is_finite(),
         }
     }
 }

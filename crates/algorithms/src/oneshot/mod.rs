@@ -7,7 +7,9 @@
 //!
 //! Round protocol:
 //! 1. Round 0: every client computes its local ERM `θ̂_i` (`erm_steps` full-batch
-//!    gradient steps from `erm_init`) and sends it (Algorithm 1, line 1).
+//!    gradient steps from its own draw of `erm_init`, or, with
+//!    `erm_start = "shared"`, from the one start `w_0` the server draws and
+//!    sends) and sends it (Algorithm 1, line 1).
 //! 2. The server clusters `{θ̂_i}` into `S_1..S_k` with k-means (k-means++ seeding,
 //!    `kmeans_restarts` restarts, lowest inertia kept) (line 2).
 //! 3. Rounds 1..: FedAvg inside each found cluster, starting from the k-means
@@ -19,11 +21,14 @@ mod messages;
 mod server;
 
 pub use client::OneShotClient;
-pub use config::Config;
+pub use config::{Config, ErmStart};
 pub use messages::{Down, Up};
 pub use server::OneShotServer;
 
+use fedcluster_core::{Purpose, stream};
+
 use crate::common::checked::{Checked, FieldError};
+use crate::common::init::InitScheme;
 use crate::table::{Algorithm, Setup};
 
 /// One-shot clustering in the algorithm table.
@@ -38,7 +43,32 @@ impl Algorithm for OneShot {
 
     fn server(config: Checked<Config>, setup: &Setup<'_>) -> Result<OneShotServer, FieldError> {
         setup.check_models("clusters", config.clusters, 1)?;
-        Ok(OneShotServer::new(config, setup.num_clients, setup.seed))
+        // All-zero weights are a stationary point of any network with a hidden
+        // layer (every hidden unit alike, their gradients zero): its ERM could
+        // train only the output bias.
+        let tensors = setup.model.tensors();
+        if config.erm_init == InitScheme::Zeros && tensors.len() > 2 {
+            return Err(FieldError::new(
+                "erm_init",
+                format!(
+                    "zeros cannot train {} ({} tensors: its hidden units stay alike and their \
+                     gradients zero); use erm_init = {{ kind = \"model\" }}, with \
+                     erm_start = \"shared\" for comparable local models",
+                    setup.model.name(),
+                    tensors.len()
+                ),
+            ));
+        }
+        let server = OneShotServer::new(config.clone(), setup.num_clients, setup.seed);
+        Ok(match config.erm_start {
+            ErmStart::Own => server,
+            ErmStart::Shared => {
+                let mut start = vec![0.0; setup.model.num_params()];
+                let mut rng = stream(setup.seed, Purpose::Init, 0, 0);
+                config.erm_init.fill(setup.model, &mut rng, &mut start);
+                server.with_start(start)
+            }
+        })
     }
 
     fn client(config: &Checked<Config>) -> OneShotClient {

@@ -8,7 +8,7 @@ use super::config::Config;
 use super::messages::{Down, Up};
 use crate::common::checked::Checked;
 use crate::common::kmeans::kmeans;
-use crate::common::messages::ModelReply;
+use crate::common::messages::{ClusterModel, ModelReply};
 use crate::fedavg::FedAvgServer;
 
 /// Lloyd iterations per k-means restart.
@@ -32,6 +32,8 @@ pub struct OneShotServer {
     unassigned: Vec<Option<usize>>,
     /// The local ERMs received in the ERM round.
     erms: Vec<(ClientId, ModelReply)>,
+    /// The ERM's shared start (`erm_start = "shared"`).
+    start: Option<ClusterModel>,
 }
 
 impl OneShotServer {
@@ -44,7 +46,18 @@ impl OneShotServer {
             phase: Phase::Erm,
             unassigned: vec![None; num_clients],
             erms: Vec::new(),
+            start: None,
         }
+    }
+
+    /// The clients start their ERM from `start` (`erm_start = "shared"`).
+    pub fn with_start(mut self, start: Vec<f32>) -> Self {
+        self.start = Some(ClusterModel {
+            p: start.len(),
+            models: std::sync::Arc::new(start),
+            cluster: 0,
+        });
+        self
     }
 
     fn cluster(
@@ -91,7 +104,9 @@ impl ServerHalf for OneShotServer {
 
     fn plan(&mut self, ctx: &RoundCtx, rng: &mut Rng) -> Result<Vec<(ClientId, Down)>, AlgoError> {
         match &mut self.phase {
-            Phase::Erm => Ok((0..self.num_clients).map(|id| (id, Down::Erm)).collect()),
+            Phase::Erm => Ok((0..self.num_clients)
+                .map(|id| (id, Down::Erm(self.start.clone())))
+                .collect()),
             Phase::FedAvg(server) => Ok(server
                 .plan(ctx, rng)?
                 .into_iter()

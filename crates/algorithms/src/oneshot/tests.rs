@@ -42,7 +42,7 @@ fn local_erms_are_clustered_and_centroids_start_fedavg() {
     let mut rng = stream(9, Purpose::Server, 0, 0);
     let plan = s.plan(&ctx(0), &mut rng).unwrap();
     assert_eq!(plan.len(), 4);
-    assert!(plan.iter().all(|(_, d)| matches!(d, Down::Erm)));
+    assert!(plan.iter().all(|(_, d)| matches!(d, Down::Erm(None))));
     let replies = vec![
         (0, erm([0.0, 0.0])),
         (1, erm([10.0, 10.0])),

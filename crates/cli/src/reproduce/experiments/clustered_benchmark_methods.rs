@@ -107,8 +107,14 @@ pub fn families() -> Vec<Family> {
         },
         family!("ifca", "IFCA", LR, k(), false),
         family!("cflmgd", "CFL-MGD", LR, k(), false),
-        family!("oneshot", "One-shot", ERM_LR, k(), false),
-        family!("local-kmeans", "Local-KMeans", ERM_LR, k(), false),
+        family!("oneshot", "One-shot (own starts)", ERM_LR, k(), false),
+        family!(
+            "local-kmeans",
+            "Local-KMeans (shared start)",
+            ERM_LR,
+            k(),
+            false
+        ),
         family!(
             "srfca",
             "SR-FCA",
