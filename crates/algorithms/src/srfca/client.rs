@@ -81,7 +81,12 @@ impl ClientHalf for SrFcaClient {
 impl SrFcaClient {
     /// The reply to `msg` at `round` on `env.data` (this round's block with
     /// `resample`).
-    fn reply(&mut self, round: usize, msg: &Down, env: &mut ClientEnv<'_>) -> Result<Up, AlgoError> {
+    fn reply(
+        &mut self,
+        round: usize,
+        msg: &Down,
+        env: &mut ClientEnv<'_>,
+    ) -> Result<Up, AlgoError> {
         let samples = env.data.len();
         Ok(match msg {
             Down::TrainLocal(w0) => {

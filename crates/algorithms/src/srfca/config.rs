@@ -198,7 +198,11 @@ impl Config {
     /// Rounds of one REFINE step.
     pub fn refine_span(&self) -> usize {
         let eval = usize::from(self.distance == Distance::CrossLoss);
-        let relocal = if self.resample { self.one_shot_rounds() } else { 0 };
+        let relocal = if self.resample {
+            self.one_shot_rounds()
+        } else {
+            0
+        };
         relocal + self.refine_rounds + eval
     }
 }

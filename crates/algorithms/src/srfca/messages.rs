@@ -51,9 +51,20 @@ pub enum Down {
 #[derive(Serialize, Deserialize)]
 enum WireDown {
     TrainLocal(Vec<f32>),
-    Evaluate { models: Vec<f32>, p: usize },
-    Ifca { models: Vec<f32>, p: usize, local_steps: usize },
-    Gradient { model: Vec<f32>, cluster: u32, local_steps: usize },
+    Evaluate {
+        models: Vec<f32>,
+        p: usize,
+    },
+    Ifca {
+        models: Vec<f32>,
+        p: usize,
+        local_steps: usize,
+    },
+    Gradient {
+        model: Vec<f32>,
+        cluster: u32,
+        local_steps: usize,
+    },
 }
 
 impl From<Down> for WireDown {
@@ -108,9 +119,7 @@ impl From<WireDown> for Down {
                 local_steps,
             },
             WireDown::Gradient {
-                model,
-                local_steps,
-                ..
+                model, local_steps, ..
             } => Down::Gradient {
                 p: model.len(),
                 models: Arc::new(model),

@@ -18,7 +18,13 @@ fn two_groups_and_a_noisy_pair() -> Vec<f64> {
     for i in 0..m {
         for j in 0..m {
             let apart = (i < 5) != (j < 5) && !matches!((i, j), (4, 5) | (5, 4));
-            d[i * m + j] = if i == j { 0.0 } else if apart { 10.0 } else { 1.0 };
+            d[i * m + j] = if i == j {
+                0.0
+            } else if apart {
+                10.0
+            } else {
+                1.0
+            };
         }
     }
     d
@@ -98,7 +104,11 @@ fn each_refine_step_scores_on_its_own_block_of_rows() {
     let y: Vec<f32> = (0..12).map(|i| i as f32).collect();
     let data = Batch::new(&x, Targets::Real(&y), 1).unwrap();
     let on = |rows: std::ops::Range<usize>| {
-        model.loss(&[0.0], data.rows(rows.start, rows.end), &mut Workspace::default())
+        model.loss(
+            &[0.0],
+            data.rows(rows.start, rows.end),
+            &mut Workspace::default(),
+        )
     };
     // Cross-loss, R = 2, 3 rounds per TrimmedMeanGD: ONE_SHOT rounds 0-1,
     // REFINE 1 rounds 2-7, REFINE 2 rounds 8-13, then all the data.
@@ -114,7 +124,11 @@ fn each_refine_step_scores_on_its_own_block_of_rows() {
             8..=13 => on(blocks[2].clone()),
             _ => on(0..12),
         };
-        assert_eq!(loss_at(&mut client, round, data, &model), want, "round {round}");
+        assert_eq!(
+            loss_at(&mut client, round, data, &model),
+            want,
+            "round {round}"
+        );
     }
     // Without the option every round scores on all the rows.
     c.resample = false;
@@ -157,13 +171,19 @@ fn resample_with_one_shot_ifca_names_its_field() {
 
 /// SR-FCA with `clients_per_round = 4` on `threads` worker threads, driven
 /// `rounds` rounds: the server.
-fn sampled(c: &Config, data: &fedcluster_data::FederatedData, rounds: usize, threads: usize) -> SrFcaServer {
+fn sampled(
+    c: &Config,
+    data: &fedcluster_data::FederatedData,
+    rounds: usize,
+    threads: usize,
+) -> SrFcaServer {
     let model = LinearRegression::new(data.dim).unwrap();
     let batches: Vec<Batch<'_>> = data.train.iter().map(|c| c.batch(data.dim)).collect();
     let checked = crate::common::checked::Checked::new(c.clone()).unwrap();
     let mut server = SrFcaServer::new(checked, &model, batches.len(), 3).unwrap();
     let clients = vec![SrFcaClient::new(c); batches.len()];
-    let mut transport = fedcluster_sim::InProcess::new(clients, &batches, &model, 3, threads).unwrap();
+    let mut transport =
+        fedcluster_sim::InProcess::new(clients, &batches, &model, 3, threads).unwrap();
     fedcluster_sim::run(&mut server, &mut transport, rounds, 3, |_| Ok(())).unwrap();
     server
 }
@@ -178,7 +198,11 @@ fn clients_per_round_trains_that_many_members_of_each_cluster_whatever_the_threa
     let mut server = sampled(&c, &data, rounds, 1);
     let bits = |s: &SrFcaServer| -> Vec<u32> {
         let snap = s.snapshot();
-        snap.replicas[0].models.iter().flat_map(|m| m.iter().map(|v| v.to_bits())).collect()
+        snap.replicas[0]
+            .models
+            .iter()
+            .flat_map(|m| m.iter().map(|v| v.to_bits()))
+            .collect()
     };
     assert_eq!(bits(&sampled(&c, &data, rounds, 2)), bits(&server));
     assert_eq!(server.clusters(), 3, "sampling keeps the clusters");
@@ -187,12 +211,17 @@ fn clients_per_round_trains_that_many_members_of_each_cluster_whatever_the_threa
         rounds: rounds + 1,
         num_clients: 30,
     };
-    let plan = server.plan(&ctx, &mut stream(3, Purpose::Server, rounds as u64, 0)).unwrap();
+    let plan = server
+        .plan(&ctx, &mut stream(3, Purpose::Server, rounds as u64, 0))
+        .unwrap();
     let snap = server.snapshot();
     let assignment = &snap.replicas[0].assignment;
     for cluster in 0..3 {
         let members = assignment.iter().filter(|a| **a == Some(cluster)).count();
-        let drawn = plan.iter().filter(|(id, _)| assignment[*id] == Some(cluster)).count();
+        let drawn = plan
+            .iter()
+            .filter(|(id, _)| assignment[*id] == Some(cluster))
+            .count();
         assert_eq!(drawn, members.min(4), "cluster {cluster} of {members}");
     }
     c.clients_per_round = Some(0);

@@ -18,7 +18,11 @@ pub enum Cut<'r> {
 
 impl Cut<'_> {
     /// The clusters, each in increasing order, ordered by their smallest member.
-    pub fn groups(&mut self, n: usize, linked: impl FnMut(usize, usize) -> bool) -> Vec<Vec<usize>> {
+    pub fn groups(
+        &mut self,
+        n: usize,
+        linked: impl FnMut(usize, usize) -> bool,
+    ) -> Vec<Vec<usize>> {
         match self {
             Cut::Components => connected_components(n, linked),
             Cut::Pivot(rng) => pivot_clusters(n, linked, rng),
@@ -101,7 +105,10 @@ mod tests {
         // A cluster is its pivot and the pivot's neighbours: each holds a
         // member linked to all the others.
         for c in draw(7) {
-            assert!(c.iter().any(|&p| c.iter().all(|&j| j == p || (p + j) % 3 == 0)));
+            assert!(
+                c.iter()
+                    .any(|&p| c.iter().all(|&j| j == p || (p + j) % 3 == 0))
+            );
         }
     }
 }

@@ -164,9 +164,12 @@ impl SrFcaServer {
     fn cut<T>(&self, round: usize, f: impl FnOnce(Cut<'_>) -> T) -> T {
         match self.config.clustering {
             Clustering::Components => f(Cut::Components),
-            Clustering::Correlation => {
-                f(Cut::Pivot(&mut stream(self.seed, Purpose::Clustering, round as u64, 0)))
-            }
+            Clustering::Correlation => f(Cut::Pivot(&mut stream(
+                self.seed,
+                Purpose::Clustering,
+                round as u64,
+                0,
+            ))),
         }
     }
 
@@ -312,7 +315,9 @@ impl SrFcaServer {
     /// client, or `clients_per_round` members of each cluster drawn from `rng`.
     fn training_members(&self, rng: &mut Rng) -> Vec<ClientId> {
         let mut chosen: Vec<ClientId> = match self.config.clients_per_round {
-            None => (0..self.m).filter(|&i| self.assignment[i].is_some()).collect(),
+            None => (0..self.m)
+                .filter(|&i| self.assignment[i].is_some())
+                .collect(),
             Some(count) => self
                 .members(self.clusters())
                 .iter()
@@ -343,11 +348,7 @@ impl ServerHalf for SrFcaServer {
     type Down = Down;
     type Up = Up;
 
-    fn plan(
-        &mut self,
-        _ctx: &RoundCtx,
-        rng: &mut Rng,
-    ) -> Result<Vec<(ClientId, Down)>, AlgoError> {
+    fn plan(&mut self, _ctx: &RoundCtx, rng: &mut Rng) -> Result<Vec<(ClientId, Down)>, AlgoError> {
         let p = self.p;
         Ok(match self.stage {
             Stage::Local | Stage::RefineLocal { .. } => (0..self.m)

@@ -181,7 +181,12 @@ fn check_one_shot_ifca(c: &Config) {
 #[test]
 fn adam_one_shot_also_finds_the_clusters() {
     let mut c = config(Distance::CrossLoss, Threshold::Quantile { value: 0.2 });
-    c.local_optimizer = Optimizer::Adam { batch_size: 10, keep_state: true, lr_decay: 1.0, schedule: None };
+    c.local_optimizer = Optimizer::Adam {
+        batch_size: 10,
+        keep_state: true,
+        lr_decay: 1.0,
+        schedule: None,
+    };
     c.local_lr = 0.05;
     check_recovery(&c, 2);
 }
@@ -189,7 +194,12 @@ fn adam_one_shot_also_finds_the_clusters() {
 #[test]
 fn adam_refine_with_local_steps_finds_the_clusters() {
     let mut c = config(Distance::CrossLoss, Threshold::Quantile { value: 0.2 });
-    c.optimizer = Optimizer::Adam { batch_size: 10, keep_state: true, lr_decay: 1.0, schedule: None };
+    c.optimizer = Optimizer::Adam {
+        batch_size: 10,
+        keep_state: true,
+        lr_decay: 1.0,
+        schedule: None,
+    };
     c.refine_local_steps = 5;
     c.lr = 0.01;
     check_recovery(&c, 2);
@@ -199,7 +209,12 @@ fn adam_refine_with_local_steps_finds_the_clusters() {
 fn adam_one_shot_ifca_finds_the_clusters() {
     let mut c = config(Distance::L2, Threshold::Quantile { value: 0.2 });
     c.then = AfterOneShot::Ifca { local_steps: 5 };
-    c.optimizer = Optimizer::Adam { batch_size: 10, keep_state: true, lr_decay: 1.0, schedule: None };
+    c.optimizer = Optimizer::Adam {
+        batch_size: 10,
+        keep_state: true,
+        lr_decay: 1.0,
+        schedule: None,
+    };
     c.lr = 0.01;
     check_one_shot_ifca(&c);
 }
