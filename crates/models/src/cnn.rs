@@ -28,6 +28,7 @@ pub mod conv_timing;
 mod kernel_tests;
 pub(crate) mod layers;
 pub(crate) mod pool;
+pub mod step_timing;
 #[cfg(test)]
 mod tests;
 pub(crate) mod winograd;

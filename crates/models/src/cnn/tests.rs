@@ -209,3 +209,14 @@ fn naive_loss(m: &Cnn, params: &[f32], x: &[f32], y: &[u32]) -> f64 {
     }
     total / y.len() as f64
 }
+
+/// The stage timer runs every stage of a step, its products with their FLOPs.
+#[test]
+fn the_stage_timer_covers_every_stage_of_a_step() {
+    let stages = super::step_timing::time_stages(&padded(1), 3, 1);
+    assert_eq!(stages.len(), 15);
+    assert!(stages.iter().all(|s| s.ms.is_finite() && s.ms >= 0.0));
+    let products = stages.iter().filter(|s| s.flops > 0.0).count();
+    assert_eq!(products, 9);
+    assert_eq!(stages[0].stage, "conv1 forward");
+}
