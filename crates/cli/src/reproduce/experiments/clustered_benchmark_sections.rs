@@ -111,7 +111,12 @@ pub fn protocol(p: &Protocol, s: Sizes, seeds: usize, settings: &[&SettingSpec])
          picks a round on the test data). ARI and NMI score the clients' clustering against \
          the true clusters (settings with clusters only). Cost: rounds, megabytes sent down \
          and up as the runs measure them, and wall-clock seconds of the rounds (machine and \
-         load dependent; `--threads 1` for one core).",
+         load dependent; `--threads 1` for one core). One-shot and Local-KMeans are one \
+         algorithm (local models, k-means on them, FedAvg per cluster), run twice to show its \
+         start rule: each client's own random start (the one-shot paper's, made for convex \
+         losses, where the start does not matter) against one start shared by all \
+         (`erm_start = \"shared\"`); the paper's default start, zeros, cannot train an MLP \
+         and is refused.",
         s.clients,
         s.points,
         s.rounds,
