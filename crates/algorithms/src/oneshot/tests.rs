@@ -2,7 +2,7 @@
 
 use fedcluster_core::{Purpose, RoundCtx, ServerHalf, stream};
 
-use super::{Config, Down, OneShotServer, Up};
+use super::{Config, Down, ErmStart, OneShotServer, Up};
 use crate::common::aggregate::Aggregation;
 use crate::common::checked::Checked;
 use crate::common::init::InitScheme;
@@ -14,6 +14,7 @@ fn config() -> Checked<Config> {
         erm_steps: 10,
         erm_lr: 0.1,
         erm_init: InitScheme::Zeros,
+        erm_start: ErmStart::Own,
         kmeans_restarts: 3,
         aggregation: Aggregation::Model,
         lr: 0.1,
@@ -72,4 +73,26 @@ fn clustering_needs_every_clients_erm() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("every client's ERM"), "{err}");
+}
+
+#[test]
+fn a_shared_start_is_sent_to_every_client_and_counted_on_the_wire() {
+    use fedcluster_core::Message as _;
+    let start = vec![0.5_f32, -1.5];
+    let mut s = OneShotServer::new(config(), 4, 9).with_start(start.clone());
+    let plan = s
+        .plan(&ctx(0), &mut stream(9, Purpose::Server, 0, 0))
+        .unwrap();
+    assert_eq!(plan.len(), 4);
+    for (_, down) in &plan {
+        let Down::Erm(Some(sent)) = down else {
+            panic!("no start in {down:?}");
+        };
+        assert_eq!(sent.model(), &start[..]);
+        assert_eq!(
+            down.wire_bytes(),
+            Down::Erm(None).wire_bytes() + sent.wire_bytes()
+        );
+        assert!(sent.wire_bytes() >= 4 * start.len() as u64);
+    }
 }
