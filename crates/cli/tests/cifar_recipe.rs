@@ -252,3 +252,20 @@ fn refines_schedule_is_thread_count_independent_and_takes_effect() {
     assert_eq!(one, run(&scheduled, 2));
     assert_ne!(one, plain, "the schedule changed nothing");
 }
+
+/// The IFCA code's network behind its input stage: a 6x6 window of the 8x8
+/// images, standardised per image.
+const TF_CIFAR: &str = "kind = \"cnn-ifca-cifar\"\nfilters = 2\ndense1 = 4\ndense2 = 3\n\
+                        crop = [6, 6]\nstandardize = true";
+
+#[test]
+fn ifcas_brightness_and_contrast_on_the_input_stage_are_thread_count_independent() {
+    let plain = metrics(&config(TF_CIFAR, "flip = true"), 1);
+    let text = config(
+        TF_CIFAR,
+        "flip = true, brightness = 0.247, contrast = [0.2, 1.8]",
+    );
+    let one = metrics(&text, 1);
+    assert_eq!(one, metrics(&text, 2), "{text}");
+    assert_ne!(one, plain, "the jitter changed nothing");
+}

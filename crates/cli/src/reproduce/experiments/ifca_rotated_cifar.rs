@@ -84,8 +84,8 @@ pub fn experiment(p: &Protocol) -> Experiment {
              rotation its own permutation of the 50,000 training images), {t} test clients; the \
              code's TF network (cnn-ifca-cifar: 5x5 convolutions of {filters} filters, 3x3/2 \
              max-pooling, local response normalisation, dense {dense1} and {dense2}) on random \
-             24x24 crops with flips, brightness and contrast, standardised per image (the \
-             central crop at test), L2 0.004 on both hidden dense layers; model averaging on a \
+             24x24 crops with flips, brightness (±63/255) and contrast (0.2-1.8) jitter, \
+             standardised per image (the central crop at test, no jitter), L2 0.004 on both hidden dense layers; model averaging on a \
              sampled {share} of the clients \
              a round, 5 local epochs of 10 SGD steps on minibatches of 50 at lr 0.25, x0.99 per \
              round, {rounds} rounds (the paper's public code, cifar/config.json). Test accuracy: \

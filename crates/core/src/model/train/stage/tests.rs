@@ -146,3 +146,97 @@ fn bad_stages_name_their_key() {
     assert_eq!(key, "normalize");
     assert!(why.contains("3 channel(s)"), "{why}");
 }
+
+/// IFCA's jitter (`random_brightness(max_delta)`, `random_contrast(lower,
+/// upper)`) on the window, with `brightness` and `contrast` the only jitter.
+fn ifca_jitter(raw: ImageShape, brightness: f32, contrast: Option<(f32, f32)>) -> Augmentation {
+    Augmentation {
+        shape: raw,
+        crop_padding: 0,
+        flip: false,
+        jitter: Jitter {
+            brightness,
+            contrast,
+            cutout: 0,
+        },
+    }
+}
+
+#[test]
+fn training_jitters_the_window_by_tfs_formulas_with_draws_after_the_corner() {
+    let s = stage((2, 2), false);
+    let src = four_by_four();
+    let aug = ifca_jitter(s.raw, 0.5, Some((0.2, 1.8)));
+    let (mut raw, mut out) = (Vec::new(), Vec::new());
+    let mut factors = Vec::new();
+    for seed in 0..50 {
+        let mut rng = stream(seed, Purpose::Client, 3, 1);
+        out.clear();
+        s.train(&src, Some(&aug), &mut rng, &mut raw, &mut out);
+        // The draws by hand, in the stage's order: the corner, then
+        // δ ~ U[−0.5, 0.5) and f ~ U[0.2, 1.8).
+        let mut again = stream(seed, Purpose::Client, 3, 1);
+        let at = (again.random_range(0..=2), again.random_range(0..=2));
+        let delta: f32 = again.random_range(-0.5..0.5);
+        let factor: f32 = again.random_range(0.2..1.8);
+        let mut window = [0.0; 4];
+        crop(&src, s.raw, s.size, at, &mut window);
+        // TF: x + δ, then (x − m)·f + m with m the shifted window's mean.
+        let m = window.iter().sum::<f32>() / 4.0 + delta;
+        for (got, v) in out.iter().zip(window) {
+            let want = (v + delta - m) * factor + m;
+            assert!((got - want).abs() < 1e-5, "seed {seed}: {got} vs {want}");
+        }
+        assert_ne!(out, window, "seed {seed}: the jitter changed nothing");
+        factors.push(factor);
+    }
+    assert!(factors.iter().any(|f| *f < 1.0) && factors.iter().any(|f| *f > 1.0));
+}
+
+#[test]
+fn the_standardisation_cancels_the_brightness_and_evaluation_takes_no_jitter() {
+    // An RGB window whose channels differ, so the contrast (about each
+    // channel's mean) survives the standardisation over the whole window.
+    let raw = ImageShape {
+        height: 3,
+        width: 3,
+        channels: 3,
+    };
+    let s = InputStage {
+        raw,
+        size: (2, 2),
+        standardize: true,
+        normalize: None,
+    };
+    let src: Vec<f32> = (0..27).map(|i| ((i * 7) % 11) as f32 / 10.0).collect();
+    let run = |aug: Option<&Augmentation>, seed: u64| {
+        let (mut raw_scratch, mut out) = (Vec::new(), Vec::new());
+        let mut rng = stream(seed, Purpose::Client, 0, 0);
+        s.train(&src, aug, &mut rng, &mut raw_scratch, &mut out);
+        out
+    };
+    let bright = ifca_jitter(raw, 63.0 / 255.0, None);
+    let both = ifca_jitter(raw, 63.0 / 255.0, Some((0.2, 1.8)));
+    let mut contrast_told = false;
+    for seed in 0..20 {
+        // Same corner draws: the brightness is the last draw, and its shift is
+        // undone by the mean subtraction (up to rounding).
+        let (plain, shifted) = (run(None, seed), run(Some(&bright), seed));
+        for (a, b) in plain.iter().zip(&shifted) {
+            assert!((a - b).abs() < 1e-5, "seed {seed}: {a} vs {b}");
+        }
+        let jittered = run(Some(&both), seed);
+        contrast_told |= plain
+            .iter()
+            .zip(&jittered)
+            .any(|(a, b)| (a - b).abs() > 1e-3);
+    }
+    assert!(contrast_told, "the contrast never showed through");
+    // Evaluation: the central window, standardised, whatever training draws.
+    let mut eval = vec![0.0; s.net_dim()];
+    s.eval(&src, &mut eval);
+    let mut want = vec![0.0; s.net_dim()];
+    crop(&src, raw, s.size, (0, 0), &mut want);
+    augment::standardize(&mut want);
+    assert_eq!(eval, want);
+}
