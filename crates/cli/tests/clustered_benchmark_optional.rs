@@ -7,50 +7,15 @@
 //! each as not run, with the way to give it.
 
 mod common;
+#[path = "fixtures/published_formats.rs"]
+mod published_formats;
 
 use std::path::Path;
 
-use fedcluster_data::Cifar;
-use fedcluster_data::cifar::{CifarRecords, SetForm, write_cifar_set};
-use fedcluster_data::leaf::{LeafSamples, SplitUser, write_leaf_dir};
+use published_formats::{write_cifar, write_femnist};
 
 const CIFAR_LABEL: &str = "rotated CIFAR-10 (k = 2, 0/180 degrees)";
 const FEMNIST_LABEL: &str = "FEMNIST writers, no known clusters";
-
-/// CIFAR-10's binary batches, 100 records in each of the 6 files: the 500
-/// training images `--quick`'s 8 disjoint clients of 60 need.
-fn write_cifar(dir: &Path) {
-    std::fs::create_dir_all(dir).unwrap();
-    let records = CifarRecords::synthetic_set(Cifar::Cifar10, 100);
-    write_cifar_set(dir, Cifar::Cifar10, SetForm::Directory, &records).unwrap();
-}
-
-/// `n` 28x28 images in `[0, 1]`, distinct per writer `w`.
-fn images(n: usize, w: usize, base: usize) -> LeafSamples {
-    LeafSamples::Features {
-        dim: 784,
-        x: (0..n * 784)
-            .map(|p| ((p * 7 + w * 31 + base) % 256) as f32 / 255.0)
-            .collect(),
-        y: (0..n)
-            .map(|j| ((w * 11 + j * 5 + base) % 62) as u32)
-            .collect(),
-    }
-}
-
-/// LEAF's FEMNIST layout: 9 writers of 60 training and 4 test images (the
-/// held-out split of `--quick` reads each writer's first 60).
-fn write_femnist(dir: &Path) {
-    let users: Vec<SplitUser> = (0..9)
-        .map(|w| SplitUser {
-            id: format!("f{:04}_{:02}", w * 37 % 1000, w),
-            hierarchy: None,
-            train: images(60, w, 0),
-            test: images(4, w, 1),
-        })
-        .collect();
-    write_leaf_dir(dir, "all_data_0_niid_05_keep_100", &users, &[]).unwrap();
-}
 
 /// The run directories under `dir` whose names start with `method`.
 fn runs_of(dir: &Path, method: &str) -> usize {
@@ -74,8 +39,8 @@ fn section<'a>(report: &'a str, heading: &str) -> &'a str {
 fn rotated_cifar_and_femnist_are_searched_tested_and_ranked_when_their_files_are_given() {
     let dir = common::scratch("clustered-benchmark-optional");
     let (cifar, femnist, out) = (dir.join("cifar"), dir.join("femnist"), dir.join("out"));
-    write_cifar(&cifar);
-    write_femnist(&femnist);
+    write_cifar(&cifar, 100);
+    write_femnist(&femnist, 9, 60, 4);
     let args = [
         "reproduce",
         "clustered-benchmark",

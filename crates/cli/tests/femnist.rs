@@ -4,37 +4,11 @@
 //! missing directory is one line naming the data set and the flag.
 
 mod common;
-
-use std::path::Path;
+#[path = "fixtures/published_formats.rs"]
+mod published_formats;
 
 use fedcluster_data::leaf::{LeafSamples, SplitUser, write_leaf_dir};
-
-/// `n` 28x28 images in `[0, 1]`, distinct per writer `w`, of classes
-/// spread over 0..62.
-fn images(n: usize, w: usize, base: usize) -> LeafSamples {
-    LeafSamples::Features {
-        dim: 784,
-        x: (0..n * 784)
-            .map(|p| ((p * 7 + w * 31 + base) % 256) as f32 / 255.0)
-            .collect(),
-        y: (0..n)
-            .map(|j| ((w * 11 + j * 5 + base) % 62) as u32)
-            .collect(),
-    }
-}
-
-/// LEAF's FEMNIST layout: `writers` writers of `train` + `test` images.
-fn write_femnist(dir: &Path, writers: usize, train: usize, test: usize) {
-    let users: Vec<SplitUser> = (0..writers)
-        .map(|w| SplitUser {
-            id: format!("f{:04}_{:02}", w * 37 % 1000, w),
-            hierarchy: None,
-            train: images(train, w, 0),
-            test: images(test, w, 1),
-        })
-        .collect();
-    write_leaf_dir(dir, "all_data_0_niid_05_keep_100", &users, &[]).unwrap();
-}
+use published_formats::{femnist_images, write_femnist};
 
 const CONFIG: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -123,7 +97,7 @@ fn a_bad_image_is_one_line_naming_the_file_and_the_writer() {
             x: vec![0.5; 2 * 783],
             y: vec![1, 2],
         },
-        test: images(1, 0, 0),
+        test: femnist_images(1, 0, 0),
     }];
     write_leaf_dir(&data, "all_data_0", &users, &[]).unwrap();
     let output = common::fedcluster(

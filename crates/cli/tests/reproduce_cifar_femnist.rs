@@ -6,12 +6,10 @@
 //! to get it, shows no number of ours, and the command exits cleanly.
 
 mod common;
+#[path = "fixtures/published_formats.rs"]
+mod published_formats;
 
-use std::path::Path;
-
-use fedcluster_data::Cifar;
-use fedcluster_data::cifar::{CifarRecords, SetForm, write_cifar_set};
-use fedcluster_data::leaf::{LeafSamples, SplitUser, write_leaf_dir};
+use published_formats::{write_cifar, write_femnist};
 
 /// Every reproduction, the data it reads and the paper's numbers its report
 /// must show (as the report prints them: mean ± std, or the mean alone).
@@ -74,39 +72,6 @@ enum Data {
     Femnist,
 }
 
-/// CIFAR-10's binary batches, 20 records in each of the 6 files.
-fn write_cifar(dir: &Path) {
-    std::fs::create_dir_all(dir).unwrap();
-    let records = CifarRecords::synthetic_set(Cifar::Cifar10, 20);
-    write_cifar_set(dir, Cifar::Cifar10, SetForm::Directory, &records).unwrap();
-}
-
-/// `n` 28x28 images in `[0, 1]`, distinct per writer `w`.
-fn images(n: usize, w: usize, base: usize) -> LeafSamples {
-    LeafSamples::Features {
-        dim: 784,
-        x: (0..n * 784)
-            .map(|p| ((p * 7 + w * 31 + base) % 256) as f32 / 255.0)
-            .collect(),
-        y: (0..n)
-            .map(|j| ((w * 11 + j * 5 + base) % 62) as u32)
-            .collect(),
-    }
-}
-
-/// LEAF's FEMNIST layout: 8 writers of 20 training and 5 test images.
-fn write_femnist(dir: &Path) {
-    let users: Vec<SplitUser> = (0..8)
-        .map(|w| SplitUser {
-            id: format!("f{:04}_{:02}", w * 37 % 1000, w),
-            hierarchy: None,
-            train: images(20, w, 0),
-            test: images(5, w, 1),
-        })
-        .collect();
-    write_leaf_dir(dir, "all_data_0_niid_05_keep_100", &users, &[]).unwrap();
-}
-
 /// `fedcluster reproduce <name> --quick` on the test's files: it finishes,
 /// its report shows every paper number and is labelled a smoke run; returns
 /// the report.
@@ -115,8 +80,8 @@ fn quick(name: &str) -> String {
     let dir = common::scratch(&format!("quick-{name}"));
     let files = dir.join("data");
     match data {
-        Data::Cifar => write_cifar(&files),
-        Data::Femnist => write_femnist(&files),
+        Data::Cifar => write_cifar(&files, 20),
+        Data::Femnist => write_femnist(&files, 8, 20, 5),
     }
     let out = dir.join("out");
     let args = [

@@ -67,15 +67,24 @@ impl Conv {
         chunk_images(per_image, n, usize::MAX) * per_image
     }
 
-    /// Where kernel row `ky` of output position `(oy, ox)` reads the image:
-    /// the first value's index in the image and the kernel columns
-    /// `kx0..kx1` inside it (the others read padding); `None` when the whole
-    /// row is padding.
-    fn span(&self, oy: usize, ox: usize, ky: usize) -> Option<(usize, usize, usize)> {
-        let iy = (oy + ky).checked_sub(self.pad).filter(|&y| y < self.in_h)?;
-        let kx0 = self.pad.saturating_sub(ox);
-        let kx1 = self.k.min((self.in_w + self.pad).saturating_sub(ox));
-        (kx0 < kx1).then(|| ((iy * self.in_w + ox + kx0 - self.pad) * self.in_c, kx0, kx1))
+    /// Where kernel row `ky` of output position `(oy, ox)` reads the image
+    /// under `stride`: the first value's index in the image and the kernel
+    /// columns `kx0..kx1` inside it (the others read padding); `None` when the
+    /// whole row is padding.
+    fn span(
+        &self,
+        stride: usize,
+        oy: usize,
+        ox: usize,
+        ky: usize,
+    ) -> Option<(usize, usize, usize)> {
+        let iy = (oy * stride + ky)
+            .checked_sub(self.pad)
+            .filter(|&y| y < self.in_h)?;
+        let x0 = ox * stride;
+        let kx0 = self.pad.saturating_sub(x0);
+        let kx1 = self.k.min((self.in_w + self.pad).saturating_sub(x0));
+        (kx0 < kx1).then(|| ((iy * self.in_w + x0 + kx0 - self.pad) * self.in_c, kx0, kx1))
     }
 }
 
@@ -83,6 +92,12 @@ impl Conv {
 /// output position, values in `(ky, kx, c)` order, zeros where the kernel
 /// reads padding.
 pub(crate) fn im2col(c: &Conv, x: &[f32], n: usize, cols: &mut [f32]) {
+    im2col_strided(c, 1, x, n, cols);
+}
+
+/// [`im2col`] with the kernel moved `stride` values at a time (`c`'s
+/// `out_h x out_w` are the strided positions).
+pub(crate) fn im2col_strided(c: &Conv, stride: usize, x: &[f32], n: usize, cols: &mut [f32]) {
     let img = c.in_h * c.in_w * c.in_c;
     let row_len = c.k * c.in_c;
     let mut out = cols.chunks_exact_mut(c.patch());
@@ -93,7 +108,7 @@ pub(crate) fn im2col(c: &Conv, x: &[f32], n: usize, cols: &mut [f32]) {
                 let patch = out.next().expect("cols sized for every position");
                 for ky in 0..c.k {
                     let dst = &mut patch[ky * row_len..(ky + 1) * row_len];
-                    let Some((start, kx0, kx1)) = c.span(oy, ox, ky) else {
+                    let Some((start, kx0, kx1)) = c.span(stride, oy, ox, ky) else {
                         dst.fill(0.0);
                         continue;
                     };
@@ -110,6 +125,11 @@ pub(crate) fn im2col(c: &Conv, x: &[f32], n: usize, cols: &mut [f32]) {
 /// The adjoint of [`im2col`]: sums patch gradients `dcols` back into `dx`
 /// (overwritten), dropping those of the padding.
 pub(crate) fn col2im(c: &Conv, dcols: &[f32], n: usize, dx: &mut [f32]) {
+    col2im_strided(c, 1, dcols, n, dx);
+}
+
+/// The adjoint of [`im2col_strided`].
+pub(crate) fn col2im_strided(c: &Conv, stride: usize, dcols: &[f32], n: usize, dx: &mut [f32]) {
     dx.fill(0.0);
     let img = c.in_h * c.in_w * c.in_c;
     let row_len = c.k * c.in_c;
@@ -120,7 +140,7 @@ pub(crate) fn col2im(c: &Conv, dcols: &[f32], n: usize, dx: &mut [f32]) {
             for ox in 0..c.out_w {
                 let patch = rows.next().expect("dcols sized for every position");
                 for ky in 0..c.k {
-                    let Some((start, kx0, kx1)) = c.span(oy, ox, ky) else {
+                    let Some((start, kx0, kx1)) = c.span(stride, oy, ox, ky) else {
                         continue;
                     };
                     let src = &patch[ky * row_len + kx0 * c.in_c..ky * row_len + kx1 * c.in_c];

@@ -31,7 +31,7 @@ pub struct PathTimes {
 
 /// Deterministic values in `[-1, 1)` (a multiplicative hash; no generator
 /// needed for timing).
-fn values(len: usize, salt: u64) -> Vec<f32> {
+pub(crate) fn values(len: usize, salt: u64) -> Vec<f32> {
     (0..len as u64)
         .map(|i| {
             let h = (i ^ salt).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40;
@@ -41,7 +41,7 @@ fn values(len: usize, salt: u64) -> Vec<f32> {
 }
 
 /// The best of `reps` runs of `f`, in milliseconds, after one warm-up run.
-fn best(reps: usize, mut f: impl FnMut()) -> f64 {
+pub(crate) fn best(reps: usize, mut f: impl FnMut()) -> f64 {
     f();
     (0..reps.max(1))
         .map(|_| {

@@ -4,13 +4,12 @@
 //! against each product's FLOPs. `cargo bench -p fedcluster-models --bench
 //! cnn_stages` prints LEAF's FEMNIST CNN (docs/performance.md).
 
-use std::time::Instant;
-
 use fedcluster_core::Model;
 use fedcluster_core::params::all_finite;
 
 use super::Cnn;
 use super::conv::{conv_backward, conv_forward};
+use super::conv_timing::{best, values};
 use super::layers::{bias_relu, dense, input_grad, relu_backward, weight_grad};
 use super::pool::{pool_forward, pool_relu_backward};
 
@@ -23,28 +22,6 @@ pub struct StageTime {
     pub ms: f64,
     /// Floating-point operations of its products (0 for passes without).
     pub flops: f64,
-}
-
-/// Deterministic values in `[-1, 1)` (a multiplicative hash).
-fn values(len: usize, salt: u64) -> Vec<f32> {
-    (0..len as u64)
-        .map(|i| {
-            let h = (i ^ salt).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40;
-            (h as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-        })
-        .collect()
-}
-
-/// The best of `reps` runs of `f` (after one warm-up run), in milliseconds.
-fn best(reps: usize, mut f: impl FnMut()) -> f64 {
-    f();
-    (0..reps.max(1))
-        .map(|_| {
-            let start = Instant::now();
-            f();
-            start.elapsed().as_secs_f64() * 1e3
-        })
-        .fold(f64::INFINITY, f64::min)
 }
 
 /// `2 m k n`.

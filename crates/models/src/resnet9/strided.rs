@@ -7,74 +7,8 @@
 
 use fedcluster_core::linalg::{MatMut, MatRef, matmul};
 
-use crate::cnn::conv::Conv;
+use crate::cnn::conv::{Conv, col2im_strided as col2im, im2col_strided as im2col};
 use crate::cnn::layers::{dense, input_grad};
-
-/// Where kernel row `ky` of output position `(oy, ox)` reads the image: the
-/// first value's index in the image and the kernel columns `kx0..kx1` inside
-/// it (the others read padding); `None` when the whole row is padding.
-fn span(c: &Conv, stride: usize, oy: usize, ox: usize, ky: usize) -> Option<(usize, usize, usize)> {
-    let iy = (oy * stride + ky)
-        .checked_sub(c.pad)
-        .filter(|&y| y < c.in_h)?;
-    let x0 = ox * stride;
-    let kx0 = c.pad.saturating_sub(x0);
-    let kx1 = c.k.min((c.in_w + c.pad).saturating_sub(x0));
-    (kx0 < kx1).then(|| ((iy * c.in_w + x0 + kx0 - c.pad) * c.in_c, kx0, kx1))
-}
-
-/// Patches of `n` images into `cols`, one row per output position, values in
-/// `(ky, kx, c)` order, zeros where the kernel reads padding.
-fn im2col(c: &Conv, stride: usize, x: &[f32], n: usize, cols: &mut [f32]) {
-    let img = c.in_h * c.in_w * c.in_c;
-    let row_len = c.k * c.in_c;
-    let mut out = cols.chunks_exact_mut(c.patch());
-    for i in 0..n {
-        let image = &x[i * img..(i + 1) * img];
-        for oy in 0..c.out_h {
-            for ox in 0..c.out_w {
-                let patch = out.next().expect("cols sized for every position");
-                for ky in 0..c.k {
-                    let dst = &mut patch[ky * row_len..(ky + 1) * row_len];
-                    let Some((start, kx0, kx1)) = span(c, stride, oy, ox, ky) else {
-                        dst.fill(0.0);
-                        continue;
-                    };
-                    let (a, b) = (kx0 * c.in_c, kx1 * c.in_c);
-                    dst[..a].fill(0.0);
-                    dst[a..b].copy_from_slice(&image[start..start + b - a]);
-                    dst[b..].fill(0.0);
-                }
-            }
-        }
-    }
-}
-
-/// The adjoint of [`im2col`]: sums patch gradients back into `dx`
-/// (overwritten), dropping those of the padding.
-fn col2im(c: &Conv, stride: usize, dcols: &[f32], n: usize, dx: &mut [f32]) {
-    dx.fill(0.0);
-    let img = c.in_h * c.in_w * c.in_c;
-    let row_len = c.k * c.in_c;
-    let mut rows = dcols.chunks_exact(c.patch());
-    for i in 0..n {
-        let image = &mut dx[i * img..(i + 1) * img];
-        for oy in 0..c.out_h {
-            for ox in 0..c.out_w {
-                let patch = rows.next().expect("dcols sized for every position");
-                for ky in 0..c.k {
-                    let Some((start, kx0, kx1)) = span(c, stride, oy, ox, ky) else {
-                        continue;
-                    };
-                    let src = &patch[ky * row_len + kx0 * c.in_c..ky * row_len + kx1 * c.in_c];
-                    for (d, v) in image[start..start + src.len()].iter_mut().zip(src) {
-                        *d += v;
-                    }
-                }
-            }
-        }
-    }
-}
 
 /// Calls `f(first, m, cols)` for consecutive chunks of `m` of the `n` images,
 /// as many per chunk as `scratch` holds patches of (at least one).
