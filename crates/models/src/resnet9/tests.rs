@@ -199,8 +199,14 @@ fn minibatch_training_learns_a_small_problem() {
             }
         })
         .collect();
-    let batch = Batch::new(&x, Targets::Class(&y), model.input_dim()).unwrap();
-    let mut p = init(&model, 9);
+    learns_with_adam(&model, &x, &y);
+}
+
+/// 150 Adam steps on minibatches of 8 of the 24 images `x` (labels `y`) cut
+/// the loss to a third and get 18 of them right.
+pub(super) fn learns_with_adam(model: &ResNet9, x: &[f32], y: &[u32]) {
+    let batch = Batch::new(x, Targets::Class(y), model.input_dim()).unwrap();
+    let mut p = init(model, 9);
     let ws = &mut Workspace::default();
     let spec = MinibatchSpec {
         optimizer: MinibatchOptimizer::Adam,

@@ -2,10 +2,9 @@
 //! code's definition, its convolution paths, its gradient against finite
 //! differences and learning.
 
-use fedcluster_core::train::{MinibatchOptimizer, MinibatchSpec, OptimizerState};
-use fedcluster_core::{Batch, ImageShape, Model, Purpose, Targets, Workspace, stream};
+use fedcluster_core::{ImageShape, Model};
 
-use super::tests::{check_gradient, data, init};
+use super::tests::{check_gradient, data, learns_with_adam};
 use super::*;
 
 fn srfca(side: usize, channels: usize, width: usize, classes: usize) -> Result<ResNet9> {
@@ -135,22 +134,5 @@ fn minibatch_training_learns_a_small_problem() {
             u32::from(s > -3.0) + u32::from(s > 3.0)
         })
         .collect();
-    let batch = Batch::new(&x, Targets::Class(&y), model.input_dim()).unwrap();
-    let mut p = init(&model, 9);
-    let ws = &mut Workspace::default();
-    let spec = MinibatchSpec {
-        optimizer: MinibatchOptimizer::Adam,
-        lr: 0.01,
-        batch_size: 8,
-        pull: None,
-        schedule: None,
-        decay: None,
-    };
-    let (mut state, mut rng) = (OptimizerState::default(), stream(9, Purpose::Client, 0, 0));
-    let start = model.training_loss(&p, batch, ws);
-    let first = model.train_minibatch(&mut p, batch, &spec, 150, &mut state, &mut rng, ws);
-    assert!(first.is_some_and(f64::is_finite));
-    let end = model.training_loss(&p, batch, ws);
-    assert!(end < start / 3.0, "loss {start} -> {end}");
-    assert!(model.count_correct(&p, batch, ws).unwrap() >= 18);
+    learns_with_adam(&model, &x, &y);
 }
