@@ -27,6 +27,7 @@ const SMALL: &[&str] = &[
     "data.seq_len?=6",
     "data.vocab?=7",
     "algorithm.local_steps?=2",
+    "algorithm.local_rounds?=1",
     "algorithm.refine_local_steps?=2",
     "algorithm.erm_steps?=2",
     "algorithm.restarts?=2",

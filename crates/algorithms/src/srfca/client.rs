@@ -26,6 +26,10 @@ pub struct SrFcaClient {
     /// With `refine_schedule`: the factor of `lr` each round.
     #[serde(default)]
     refine_lr: Option<RefineLr>,
+    /// With `local_rounds`: the local model and its optimizer between the
+    /// parts of ONE_SHOT's training.
+    #[serde(default)]
+    kept: Option<(Vec<f32>, LocalTrainer)>,
 }
 
 impl SrFcaClient {
@@ -40,6 +44,7 @@ impl SrFcaClient {
             trainer: LocalTrainer::new(config.optimizer),
             split: DataSplit::new(config),
             refine_lr: RefineLr::new(config),
+            kept: None,
         }
     }
 
@@ -95,6 +100,31 @@ impl SrFcaClient {
                 let mut trainer = LocalTrainer::new(self.local_optimizer);
                 let loss = trainer.train(&mut params, self.local_lr, self.local_steps, env);
                 // Report the loss of the trained model: ONE_SHOT's local fit.
+                let fit = if loss.is_finite() {
+                    env.model.loss(&params, env.data, env.ws)
+                } else {
+                    loss
+                };
+                Up::Local(ModelReply::checked(params, fit, samples))
+            }
+            Down::TrainLocalPart { w0, steps, keep } => {
+                let (mut params, mut trainer) = match w0 {
+                    Some(w0) => (w0.to_vec(), LocalTrainer::new(self.local_optimizer)),
+                    None => self.kept.take().ok_or_else(|| {
+                        AlgoError::Protocol(
+                            "ONE_SHOT asked to train on a local model this client does not hold"
+                                .into(),
+                        )
+                    })?,
+                };
+                let loss = trainer.train(&mut params, self.local_lr, *steps, env);
+                if *keep {
+                    self.kept = Some((params, trainer));
+                    return Ok(Up::Progress {
+                        loss: loss.is_finite().then_some(loss),
+                        samples,
+                    });
+                }
                 let fit = if loss.is_finite() {
                     env.model.loss(&params, env.data, env.ws)
                 } else {

@@ -97,6 +97,13 @@ pub struct Config {
     pub local_steps: usize,
     /// ONE_SHOT: step size of the local training.
     pub local_lr: f32,
+    /// ONE_SHOT's local training spread over this many rounds (default 1),
+    /// `local_steps` split as evenly as they go: each client keeps its model
+    /// and optimizer between them, so a run checkpoints between the parts of
+    /// a long local training (the parts' minibatches are drawn from each
+    /// round's stream, so the models differ from one round's).
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub local_rounds: usize,
     /// ONE_SHOT: full-batch GD (default) or Adam on minibatches, as the
     /// paper's public code trains.
     #[serde(default)]
@@ -152,6 +159,14 @@ pub struct Config {
     pub clients_per_round: Option<usize>,
 }
 
+fn one() -> usize {
+    1
+}
+
+fn is_one(value: &usize) -> bool {
+    *value == 1
+}
+
 fn is_default<T: Default + PartialEq>(value: &T) -> bool {
     *value == T::default()
 }
@@ -189,17 +204,29 @@ impl Config {
         }
     }
 
-    /// Rounds of ONE_SHOT: the local models, then the pairwise losses
-    /// (cross-loss only).
+    /// Rounds of ONE_SHOT: the local models (`local_rounds` of them), then
+    /// the pairwise losses (cross-loss only).
     pub fn one_shot_rounds(&self) -> usize {
+        self.local_rounds + usize::from(self.distance == Distance::CrossLoss)
+    }
+
+    /// Rounds of a REFINE step's new local models with `resample` (one
+    /// round of training, then the pairwise losses with cross-loss).
+    pub fn relocal_rounds(&self) -> usize {
         1 + usize::from(self.distance == Distance::CrossLoss)
+    }
+
+    /// The local steps of ONE_SHOT's part `part` of `local_rounds`.
+    pub fn local_part_steps(&self, part: usize) -> usize {
+        let (steps, parts) = (self.local_steps, self.local_rounds.max(1));
+        steps * (part + 1) / parts - steps * part / parts
     }
 
     /// Rounds of one REFINE step.
     pub fn refine_span(&self) -> usize {
         let eval = usize::from(self.distance == Distance::CrossLoss);
         let relocal = if self.resample {
-            self.one_shot_rounds()
+            self.relocal_rounds()
         } else {
             0
         };
@@ -222,6 +249,22 @@ impl Validate for Config {
         }
         at_least_one("min_size", self.min_size)?;
         at_least_one("local_steps", self.local_steps)?;
+        at_least_one("local_rounds", self.local_rounds)?;
+        if self.local_rounds > self.local_steps {
+            return Err(FieldError::new(
+                "local_rounds",
+                format!(
+                    "splits local_steps = {} over rounds: at most that many, got {}",
+                    self.local_steps, self.local_rounds
+                ),
+            ));
+        }
+        if self.local_rounds > 1 && self.resample {
+            return Err(FieldError::new(
+                "local_rounds",
+                "resample cuts each client's data by round; split ONE_SHOT without it",
+            ));
+        }
         positive("local_lr", f64::from(self.local_lr))?;
         self.local_optimizer.validate("local_optimizer")?;
         at_least_one("refine_rounds", self.refine_rounds)?;

@@ -9,6 +9,9 @@
 //! 1. ONE_SHOT, round 0: every client trains a local model `w_i` for
 //!    `local_steps` steps from `w_0` (full-batch gradient descent, or Adam on
 //!    minibatches drawn from its stream as the public code does) and sends it.
+//!    With `local_rounds = N` this training is spread over rounds 0..N: each
+//!    client keeps its model and optimizer between the parts and sends the
+//!    model after the last (later rounds shift by `N - 1`).
 //! 2. Cross-loss distance only, round 1: every client scores every local model
 //!    on its data, `f_j(w_i)`; `dist(i, j) = ½(f_i(w_j) + f_j(w_i))`
 //!    (Definition 5.1). With ℓ2 the server uses `‖w_i − w_j‖` directly.
@@ -89,6 +92,8 @@ impl Algorithm for SrFca {
     }
 }
 
+#[cfg(test)]
+mod local_rounds_tests;
 #[cfg(test)]
 mod option_tests;
 #[cfg(test)]

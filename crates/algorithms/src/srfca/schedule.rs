@@ -44,7 +44,7 @@ impl RefineLr {
         (config.then == AfterOneShot::Refine).then(|| Self {
             one_shot_rounds: config.one_shot_rounds(),
             relocal: if config.resample {
-                config.one_shot_rounds()
+                config.relocal_rounds()
             } else {
                 0
             },

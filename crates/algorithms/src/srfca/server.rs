@@ -75,6 +75,10 @@ pub struct SrFcaServer {
     train_loss: Option<f64>,
     /// ONE_SHOT-IFCA's running model sums.
     sums: ModelSums,
+    /// With `local_rounds`: the part of ONE_SHOT's local training this
+    /// round runs.
+    #[serde(default)]
+    local_part: usize,
 }
 
 impl SrFcaServer {
@@ -115,7 +119,29 @@ impl SrFcaServer {
             loss: LossMeter::default(),
             train_loss: None,
             sums: ModelSums::default(),
+            local_part: 0,
         })
+    }
+
+    /// A part of ONE_SHOT's local training spread over `local_rounds`: the
+    /// first sends `w_0` (and the server's view of every local model is
+    /// `w_0` until the last part returns them), the others only the steps.
+    fn local_part_plan(&mut self) -> Vec<(ClientId, Down)> {
+        let part = self.local_part;
+        let w0 = (part == 0).then(|| {
+            for local in self.local.chunks_exact_mut(self.p) {
+                local.copy_from_slice(&self.w0);
+            }
+            Arc::clone(&self.w0)
+        });
+        let steps = self.config.local_part_steps(part);
+        let keep = part + 1 < self.config.local_rounds;
+        (0..self.m)
+            .map(|i| {
+                let w0 = w0.clone();
+                (i, Down::TrainLocalPart { w0, steps, keep })
+            })
+            .collect()
     }
 
     /// Number of clusters now.
@@ -351,6 +377,7 @@ impl ServerHalf for SrFcaServer {
     fn plan(&mut self, _ctx: &RoundCtx, rng: &mut Rng) -> Result<Vec<(ClientId, Down)>, AlgoError> {
         let p = self.p;
         Ok(match self.stage {
+            Stage::Local if self.config.local_rounds > 1 => self.local_part_plan(),
             Stage::Local | Stage::RefineLocal { .. } => (0..self.m)
                 .map(|i| (i, Down::TrainLocal(Arc::clone(&self.w0))))
                 .collect(),
@@ -438,6 +465,9 @@ impl ServerHalf for SrFcaServer {
                 self.samples[id] = r.samples;
                 self.loss.add(loss, r.samples);
             }
+            (Stage::Local, Up::Progress { loss, samples }) => {
+                self.loss.add(loss.ok_or_else(diverged)?, samples);
+            }
             (Stage::PairLosses | Stage::RefinePairLosses { .. }, Up::Losses(l)) if l.len() == m => {
                 if self.pair_losses.len() != m * m {
                     self.pair_losses = vec![f64::INFINITY; m * m];
@@ -473,6 +503,7 @@ impl ServerHalf for SrFcaServer {
             self.train_loss = Some(loss);
         }
         match self.stage {
+            Stage::Local if self.local_part + 1 < self.config.local_rounds => self.local_part += 1,
             Stage::Local => match self.config.distance {
                 Distance::L2 => {
                     self.one_shot(ctx.round)?;
@@ -509,7 +540,8 @@ impl ServerHalf for SrFcaServer {
 
     fn snapshot(&self) -> Snapshot<'_> {
         let one_shot = matches!(self.stage, Stage::Local | Stage::PairLosses);
-        if one_shot && self.lambda.is_none() && self.samples.iter().any(|n| *n > 0) {
+        let started = self.local_part > 0 || self.samples.iter().any(|n| *n > 0);
+        if one_shot && self.lambda.is_none() && started {
             Snapshot::single(&self.local, self.p, &self.identity, self.train_loss)
         } else {
             Snapshot::single(&self.models, self.p, &self.assignment, self.train_loss)

@@ -37,6 +37,7 @@ pub(super) fn config(distance: Distance, threshold: Threshold) -> Config {
         distance,
         local_steps: 200,
         local_lr: 0.05,
+        local_rounds: 1,
         local_optimizer: Optimizer::default(),
         refine_steps: 2,
         refine_rounds: 100,

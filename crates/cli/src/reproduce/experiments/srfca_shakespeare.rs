@@ -79,20 +79,24 @@ pub fn experiment(p: &Protocol) -> Experiment {
         Method::new("one-shot-ifca", "ONE_SHOT-IFCA", SRFCA).with_paper(paper(45.56, 1.15));
     // SR-FCA: ONE_SHOT, the pairwise losses, one REFINE of 6 rounds and its
     // evaluation. ONE_SHOT-IFCA: ONE_SHOT, the losses, IFCA's rounds.
-    let (refine_rounds, one_shot_steps, local_steps) = if p.quick {
-        (2, 40, 20)
+    // ONE_SHOT's local training runs as `parts` rounds (each client keeps its
+    // model and optimizer between them), so a run checkpoints between parts.
+    let (refine_rounds, one_shot_steps, local_steps, parts) = if p.quick {
+        (2, 40, 20, 2)
     } else {
-        (rounds, 6 * 400, 400)
+        (rounds, 6 * 400, 400, 6)
     };
     srfca.overrides.extend([
-        format!("rounds={}", 2 + refine_rounds + 1),
+        format!("rounds={}", parts + 1 + refine_rounds + 1),
         format!("algorithm.refine_rounds={refine_rounds}"),
         format!("algorithm.local_steps={one_shot_steps}"),
+        format!("algorithm.local_rounds={parts}"),
         format!("algorithm.refine_local_steps={local_steps}"),
     ]);
     one_shot_ifca.overrides.extend([
-        format!("rounds={}", 2 + rounds),
+        format!("rounds={}", parts + 1 + rounds),
         format!("algorithm.local_steps={one_shot_steps}"),
+        format!("algorithm.local_rounds={parts}"),
         format!("algorithm.then={{ kind = \"ifca\", local_steps = {local_steps} }}"),
     ]);
     // The public code's round: its sampled clients (10, or 3 of the smoke
@@ -167,7 +171,7 @@ pub fn experiment(p: &Protocol) -> Experiment {
              trains with SGD (lr 0.8, minibatches of 10) for {iterations} iterations: Global, \
              IFCA and FedSoft {rounds} rounds of {local} local steps on a sampled {share} of the \
              clients; Local {rounds} x {local} steps per client; CFL {rounds} rounds of {local} \
-             steps on 10 members of each cluster. SR-FCA: ONE_SHOT trains {one_shot} local steps per client, \
+             steps on 10 members of each cluster. SR-FCA: ONE_SHOT trains {one_shot} local steps per client (over {parts} rounds), \
              cross-cluster-loss distance, λ the 0.25 quantile of the pairwise distances, t = 2, \
              one REFINE of {refine} rounds of {local} local steps with the trimmed mean (β = \
              0.15) on 10 members of each cluster a round. ONE_SHOT-IFCA: ONE_SHOT, then IFCA for {rounds} rounds of \
@@ -179,6 +183,7 @@ pub fn experiment(p: &Protocol) -> Experiment {
              global one, or its own) on the client's own test split, averaged with equal weight \
              per client, as the public code computes Table 3.",
             clients = if p.quick { 6 } else { 50 },
+            parts = parts,
             caps = if p.quick {
                 " (at most 300 training and 100 test windows per client)"
             } else {
