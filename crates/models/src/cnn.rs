@@ -30,6 +30,8 @@ pub(crate) mod layers;
 pub(crate) mod pool;
 pub mod step_timing;
 #[cfg(test)]
+mod strided_tests;
+#[cfg(test)]
 mod tests;
 pub(crate) mod winograd;
 #[cfg(test)]

@@ -40,7 +40,6 @@
 mod block;
 mod loss;
 mod pass;
-mod strided;
 #[cfg(test)]
 mod tests;
 mod train;

@@ -1,5 +1,5 @@
-//! Stride-1 convolutions with zero padding over channels-last images, for
-//! [`super::Cnn`] and [`crate::resnet9::ResNet9`]: `im2col` then one GEMM,
+//! Convolutions with zero padding over channels-last images (stride 1, or a
+//! stride: the SR-FCA code's 5x5 stride 2), for [`super::Cnn`] and [`crate::resnet9::ResNet9`]: `im2col` then one GEMM,
 //! a few images at a time. Patches are rows of `(ky, kx, c)` values, filters
 //! rows of the same layout, so `Z = cols · Wᵀ` has one row per position and
 //! one column per output channel, channels-last again.
@@ -89,15 +89,9 @@ impl Conv {
 }
 
 /// Patches of `n` images (`in_h x in_w x in_c` each) into `cols`, one row per
-/// output position, values in `(ky, kx, c)` order, zeros where the kernel
-/// reads padding.
-pub(crate) fn im2col(c: &Conv, x: &[f32], n: usize, cols: &mut [f32]) {
-    im2col_strided(c, 1, x, n, cols);
-}
-
-/// [`im2col`] with the kernel moved `stride` values at a time (`c`'s
-/// `out_h x out_w` are the strided positions).
-pub(crate) fn im2col_strided(c: &Conv, stride: usize, x: &[f32], n: usize, cols: &mut [f32]) {
+/// output position (the kernel moved `stride` values at a time), values in
+/// `(ky, kx, c)` order, zeros where the kernel reads padding.
+pub(crate) fn im2col(c: &Conv, stride: usize, x: &[f32], n: usize, cols: &mut [f32]) {
     let img = c.in_h * c.in_w * c.in_c;
     let row_len = c.k * c.in_c;
     let mut out = cols.chunks_exact_mut(c.patch());
@@ -124,12 +118,7 @@ pub(crate) fn im2col_strided(c: &Conv, stride: usize, x: &[f32], n: usize, cols:
 
 /// The adjoint of [`im2col`]: sums patch gradients `dcols` back into `dx`
 /// (overwritten), dropping those of the padding.
-pub(crate) fn col2im(c: &Conv, dcols: &[f32], n: usize, dx: &mut [f32]) {
-    col2im_strided(c, 1, dcols, n, dx);
-}
-
-/// The adjoint of [`im2col_strided`].
-pub(crate) fn col2im_strided(c: &Conv, stride: usize, dcols: &[f32], n: usize, dx: &mut [f32]) {
+pub(crate) fn col2im(c: &Conv, stride: usize, dcols: &[f32], n: usize, dx: &mut [f32]) {
     dx.fill(0.0);
     let img = c.in_h * c.in_w * c.in_c;
     let row_len = c.k * c.in_c;
@@ -174,9 +163,25 @@ pub(crate) fn conv_forward(
     scratch: &mut [f32],
     z: &mut [f32],
 ) {
+    conv_forward_strided(c, 1, x, w, n, scratch, z);
+}
+
+/// [`conv_forward`] with the kernel moved `stride` values at a time (`c`'s
+/// `out_h x out_w` the strided positions, `(in + 2 pad − k) / stride + 1`):
+/// the SR-FCA code's 5x5 stride-2 convolution.
+pub(crate) fn conv_forward_strided(
+    c: &Conv,
+    stride: usize,
+    x: &[f32],
+    w: &[f32],
+    n: usize,
+    scratch: &mut [f32],
+    z: &mut [f32],
+) {
     let out = w.len() / c.patch().max(1);
     for_chunks(c, n, scratch, |first, m, cols| {
-        im2col(c, &x[first * c.image()..(first + m) * c.image()], m, cols);
+        let images = first * c.image()..(first + m) * c.image();
+        im2col(c, stride, &x[images], m, cols);
         let rows = m * c.positions();
         dense(
             &mut z[first * c.positions() * out..][..rows * out],
@@ -202,6 +207,23 @@ pub(crate) fn conv_backward(
     scale: f32,
     scratch: &mut [f32],
     gw: &mut [f32],
+    dx: Option<&mut [f32]>,
+) {
+    conv_backward_strided(c, 1, x, d, w, n, scale, scratch, gw, dx);
+}
+
+/// The backward pass of [`conv_forward_strided`], as [`conv_backward`]'s.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn conv_backward_strided(
+    c: &Conv,
+    stride: usize,
+    x: &[f32],
+    d: &[f32],
+    w: &[f32],
+    n: usize,
+    scale: f32,
+    scratch: &mut [f32],
+    gw: &mut [f32],
     mut dx: Option<&mut [f32]>,
 ) {
     let out = w.len() / c.patch().max(1);
@@ -210,7 +232,7 @@ pub(crate) fn conv_backward(
     }
     for_chunks(c, n, scratch, |first, m, cols| {
         let images = first * c.image()..(first + m) * c.image();
-        im2col(c, &x[images.clone()], m, cols);
+        im2col(c, stride, &x[images.clone()], m, cols);
         let rows = m * c.positions();
         let d = &d[first * c.positions() * out..][..rows * out];
         matmul(
@@ -222,7 +244,7 @@ pub(crate) fn conv_backward(
         );
         if let Some(dx) = dx.as_deref_mut() {
             input_grad(cols, d, w, rows, 1.0);
-            col2im(c, cols, m, &mut dx[images]);
+            col2im(c, stride, cols, m, &mut dx[images]);
         }
     });
 }

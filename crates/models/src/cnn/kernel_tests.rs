@@ -37,14 +37,14 @@ fn chunked_convolutions_equal_one_product_over_every_image() {
         let d = values(rows * out, 1);
         let w = values(out * conv.patch(), 2);
         let mut cols = vec![0.0; rows * conv.patch()];
-        im2col(&conv, &x, n, &mut cols);
+        im2col(&conv, 1, &x, n, &mut cols);
         let mut z = vec![0.0; rows * out];
         dense(&mut z, &cols, &w, conv.patch(), 1.0);
         let mut gw = vec![0.0; w.len()];
         weight_grad(&mut gw, &d, &cols, rows, 0.5);
         input_grad(&mut cols, &d, &w, rows, 1.0);
         let mut dx = vec![0.0; n * img];
-        col2im(&conv, &cols, n, &mut dx);
+        col2im(&conv, 1, &cols, n, &mut dx);
         let per_image = conv.positions() * conv.patch();
         assert!(conv.scratch_len(n) >= per_image);
         for images in [1, 2, n] {

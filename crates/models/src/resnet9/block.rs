@@ -1,7 +1,7 @@
 //! One conv-BN-ReLU block of [`super::ResNet9`]: a convolution without
 //! bias (3x3 with padding 1 by Winograd F(2x2, 3x3), `crate::cnn::winograd`,
 //! where its rule picks it, else by `im2col`, `crate::cnn::conv`, or with a
-//! stride, [`super::strided`]), batch normalisation over every
+//! stride, [`conv_forward_strided`]), batch normalisation over every
 //! position of every image, ReLU, and an optional 2x2 max-pooling; forward
 //! in training mode (the batch's statistics) or evaluation mode (the running
 //! ones), and backward in training mode.
@@ -13,12 +13,12 @@
 
 use std::ops::Range;
 
-use crate::cnn::conv::{Conv, conv_backward, conv_forward};
+use crate::cnn::conv::{
+    Conv, conv_backward, conv_backward_strided, conv_forward, conv_forward_strided,
+};
 use crate::cnn::layers::relu_backward;
 use crate::cnn::pool::{pool_forward, pool_relu_backward};
 use crate::cnn::winograd;
-
-use super::strided;
 
 /// PyTorch's batch-norm `ε`.
 pub const BN_EPS: f32 = 1e-5;
@@ -52,7 +52,7 @@ pub(super) enum Path {
     Winograd,
     /// `im2col` and a GEMM, stride 1.
     Im2col,
-    /// `im2col` with this stride and a GEMM ([`strided`]).
+    /// `im2col` with this stride and a GEMM ([`conv_forward_strided`]).
     Strided(usize),
 }
 
@@ -134,7 +134,7 @@ pub(super) fn forward(
     match b.path {
         Path::Winograd => winograd::forward(&b.conv, x, w, n, cols, s.a),
         Path::Im2col => conv_forward(&b.conv, x, w, n, cols, s.a),
-        Path::Strided(stride) => strided::forward(&b.conv, stride, x, w, n, cols, s.a),
+        Path::Strided(stride) => conv_forward_strided(&b.conv, stride, x, w, n, cols, s.a),
     }
     if mode == Mode::Batch {
         batch_statistics(s.a, s.mean, s.var);
@@ -218,7 +218,9 @@ pub(super) fn backward(
     match b.path {
         Path::Winograd => winograd::backward(&b.conv, x, dz, w, n, 1.0, cols, gw, dx),
         Path::Im2col => conv_backward(&b.conv, x, dz, w, n, 1.0, cols, gw, dx),
-        Path::Strided(stride) => strided::backward(&b.conv, stride, x, dz, w, n, cols, gw, dx),
+        Path::Strided(stride) => {
+            conv_backward_strided(&b.conv, stride, x, dz, w, n, 1.0, cols, gw, dx)
+        }
     }
 }
 
