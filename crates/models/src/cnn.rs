@@ -34,9 +34,11 @@ mod strided_tests;
 #[cfg(test)]
 mod tests;
 pub(crate) mod winograd;
+mod winograd_grid;
 #[cfg(test)]
 mod winograd_tests;
 mod winograd_transforms;
+mod winograd_transforms5;
 
 use conv::{Conv, conv_backward, conv_forward};
 use layers::{bias_relu, dense, input_grad, relu_backward, weight_grad};

@@ -1,9 +1,9 @@
-//! Times the two paths of a 3x3 convolution (stride 1, padding 1) side by
-//! side: `im2col` plus GEMM ([`super::conv`]) and Winograd F(2x2, 3x3)
+//! Times the two paths of a stride-1 convolution side by side: `im2col`
+//! plus GEMM ([`super::conv`]) and Winograd F(2x2, 3x3) or F(2x2, 5x5)
 //! ([`super::winograd`]), forward and backward (filters' and input
 //! gradients), on made-up data. `cargo bench -p fedcluster-models --bench
-//! conv_paths` prints ResNet9's shapes; the rule [`super::winograd`] applies
-//! is read from it (docs/performance.md).
+//! conv_paths` prints ResNet9's shapes and the CNNs'; the rule
+//! [`super::winograd`] applies is read from it (docs/performance.md).
 
 use std::time::Instant;
 
@@ -15,6 +15,10 @@ use super::winograd;
 pub struct PathTimes {
     /// Image side (square images).
     pub side: usize,
+    /// Kernel side.
+    pub k: usize,
+    /// Padding.
+    pub pad: usize,
     /// Input channels.
     pub cin: usize,
     /// Output channels.
@@ -25,7 +29,7 @@ pub struct PathTimes {
     pub im2col: [f64; 2],
     /// Winograd forward and backward.
     pub winograd: [f64; 2],
-    /// Whether ResNet9's rule picks Winograd for this shape.
+    /// Whether the networks' rule picks Winograd for this shape.
     pub chosen: bool,
 }
 
@@ -52,10 +56,27 @@ pub(crate) fn best(reps: usize, mut f: impl FnMut()) -> f64 {
         .fold(f64::INFINITY, f64::min)
 }
 
-/// Times both paths on `n` images of `side x side x cin` to `cout`
-/// channels, the best of `reps` runs each.
-pub fn time_paths(side: usize, cin: usize, cout: usize, n: usize, reps: usize) -> PathTimes {
-    let c = Conv::new(side, side, cin, 3, 1);
+/// A convolution to time: `side x side x cin` images by `k x k` kernels
+/// with padding `pad` to `cout` channels.
+#[derive(Clone, Copy, Debug)]
+pub struct Shape {
+    pub side: usize,
+    pub cin: usize,
+    pub cout: usize,
+    pub k: usize,
+    pub pad: usize,
+}
+
+/// Times both paths on `n` images of `shape`, the best of `reps` runs each.
+pub fn time_paths(shape: Shape, n: usize, reps: usize) -> PathTimes {
+    let Shape {
+        side,
+        cin,
+        cout,
+        k,
+        pad,
+    } = shape;
+    let c = Conv::new(side, side, cin, k, pad);
     let (rows, image) = (n * c.positions(), side * side * cin);
     let (x, w, d) = (
         values(n * image, 1),
@@ -85,6 +106,8 @@ pub fn time_paths(side: usize, cin: usize, cout: usize, n: usize, reps: usize) -
     ];
     PathTimes {
         side,
+        k,
+        pad,
         cin,
         cout,
         n,

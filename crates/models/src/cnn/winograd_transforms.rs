@@ -27,7 +27,7 @@ const W: usize = 8;
 /// fixed-size blocks, so that the compiler turns each of `f`'s operations
 /// into one vector operation.
 #[inline(always)]
-fn lanes<const I: usize, const O: usize>(
+pub(super) fn lanes<const I: usize, const O: usize>(
     ins: [&[f32]; I],
     mut outs: [&mut [f32]; O],
     f: impl Fn([f32; I]) -> [f32; O],
@@ -76,6 +76,7 @@ macro_rules! dispatched {
         }
     };
 }
+pub(super) use dispatched;
 
 /// `Bᵀ d B` of a 4x4 tile.
 #[inline(always)]
