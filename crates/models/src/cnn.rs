@@ -23,6 +23,7 @@ use crate::logistic::{
 use crate::{ModelError, Result, TargetKind, inv_len};
 
 pub(crate) mod conv;
+pub(crate) mod conv_path;
 pub mod conv_timing;
 #[cfg(test)]
 mod kernel_tests;
@@ -40,7 +41,8 @@ mod winograd_tests;
 mod winograd_transforms;
 mod winograd_transforms5;
 
-use conv::{Conv, conv_backward, conv_forward};
+use conv::Conv;
+use conv_path::ConvPath;
 use layers::{bias_relu, dense, input_grad, relu_backward, weight_grad};
 use pool::{pool_forward, pool_relu_backward};
 
@@ -134,6 +136,16 @@ impl Cnn {
         (c2.out_h, c2.out_w)
     }
 
+    /// How each convolution runs ([`ConvPath::choose`]: the second, 32
+    /// channels in, by Winograd at the papers' shapes).
+    fn paths(&self) -> (ConvPath, ConvPath) {
+        let (c1, c2) = self.convs();
+        (
+            ConvPath::choose(&c1, self.conv1, 1),
+            ConvPath::choose(&c2, self.conv2, 1),
+        )
+    }
+
     fn convs(&self) -> (Conv, Conv) {
         let (k, pad) = (self.kernel, self.padding);
         let first = Conv::new(self.height, self.width, self.channels, k, pad);
@@ -197,11 +209,14 @@ impl Cnn {
     /// Lengths of the [`Forward`] buffers, in order.
     fn buffer_lens(&self, n: usize) -> [usize; 9] {
         let (c1, c2) = self.convs();
+        let (path1, path2) = self.paths();
         let pos1 = c1.out_h * c1.out_w;
         let pos2 = c2.out_h * c2.out_w;
         let pooled1 = c2.in_h * c2.in_w * self.conv1;
         [
-            c1.scratch_len(n).max(c2.scratch_len(n)),
+            path1
+                .scratch_len(&c1, self.conv1, n)
+                .max(path2.scratch_len(&c2, self.conv2, n)),
             n * pos1 * self.conv1,
             n * pooled1,
             n * pooled1,
@@ -216,10 +231,11 @@ impl Cnn {
     fn forward(&self, params: &[f32], x: &[f32], n: usize, f: &mut Forward<'_>) {
         let l = self.layout();
         let (c1, c2) = self.convs();
-        conv_forward(&c1, x, &params[..l.b1], n, f.scratch, f.a1);
+        let (path1, path2) = self.paths();
+        path1.forward(&c1, x, &params[..l.b1], n, f.scratch, f.a1);
         bias_relu(f.a1, &params[l.b1..l.w2]);
         pool_forward(c1.out_h, c1.out_w, self.conv1, n, f.a1, f.p1, f.idx1);
-        conv_forward(&c2, f.p1, &params[l.w2..l.b2], n, f.scratch, f.a2);
+        path2.forward(&c2, f.p1, &params[l.w2..l.b2], n, f.scratch, f.a2);
         bias_relu(f.a2, &params[l.b2..l.w3]);
         pool_forward(c2.out_h, c2.out_w, self.conv2, n, f.a2, f.p2, f.idx2);
         dense(f.h, f.p2, &params[l.w3..l.b3], self.flat(), 1.0);
@@ -317,6 +333,7 @@ impl Model for Cnn {
         let n = y.len();
         let l = self.layout();
         let (c1, c2) = self.convs();
+        let (path1, path2) = self.paths();
         let lens = self.buffer_lens(n);
         // Forward buffers, then scratch for the backward pass.
         let [
@@ -366,7 +383,7 @@ impl Model for Cnn {
         input_grad(dp2, dh, &params[l.w3..l.b3], n, 1.0);
         // Second convolution: unpool, ReLU, weights over every position.
         pool_relu_backward(dp2, f.idx2, f.p2, da2);
-        conv_backward(
+        path2.backward(
             &c2,
             f.p1,
             da2,
@@ -381,7 +398,7 @@ impl Model for Cnn {
         // First convolution (the input needs no gradient).
         pool_relu_backward(dp1, f.idx1, f.p1, da1);
         let (x, w1) = (batch.x, &params[..l.b1]);
-        conv_backward(&c1, x, da1, w1, n, s, f.scratch, &mut grad[..l.b1], None);
+        path1.backward(&c1, x, da1, w1, n, s, f.scratch, &mut grad[..l.b1], None);
         bias_grad(da1, self.conv1, 0, s, &mut grad[l.b1..l.w2]);
         loss * inv_len(n)
     }

@@ -52,10 +52,10 @@ use fedcluster_core::train::{Augmentation, MinibatchSpec, Normalize, OptimizerSt
 use fedcluster_core::{Batch, ImageShape, Model, Rng, Targets, TensorSpec, Workspace};
 
 use crate::cnn::conv::Conv;
-use crate::cnn::winograd;
+use crate::cnn::conv_path::ConvPath;
 use crate::init::uniform_fan_in;
 use crate::{ModelError, Result, fits};
-use block::{Block, Path};
+use block::Block;
 pub use variant::Variant;
 
 /// Samples per forward pass when evaluating (bounds the activations' memory).
@@ -143,13 +143,7 @@ impl ResNet9 {
                 out_h: out,
                 out_w: out,
             };
-            let path = if s.stride > 1 {
-                Path::Strided(s.stride)
-            } else if winograd::wins(&conv, s.cout) {
-                Path::Winograd
-            } else {
-                Path::Im2col
-            };
+            let path = ConvPath::choose(&conv, s.cout, s.stride);
             let b = Block {
                 name: s.name,
                 conv,

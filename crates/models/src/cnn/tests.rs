@@ -26,6 +26,25 @@ fn padded(padding: usize) -> Cnn {
     .unwrap()
 }
 
+/// 5x5 kernels, same padding, and a first convolution wide enough
+/// ([`crate::cnn::winograd::MIN_CHANNELS`]) for the second to run by
+/// Winograd F(2x2, 5x5), as in LEAF's FEMNIST CNN.
+fn wide() -> Cnn {
+    Cnn::new(Cnn {
+        height: 8,
+        width: 8,
+        channels: 1,
+        kernel: 5,
+        padding: 2,
+        conv1: crate::cnn::winograd::MIN_CHANNELS,
+        conv2: 3,
+        hidden: 4,
+        classes: 3,
+        augmentation: None,
+    })
+    .unwrap()
+}
+
 fn data(model: &Cnn, n: usize, seed: u64) -> (Vec<f32>, Vec<u32>) {
     let mut rng = stream(seed, Purpose::ClientData, 0, 0);
     let x = (0..n * model.input_dim())
@@ -73,6 +92,7 @@ fn gradient_matches_finite_differences() {
         (padded(0), 2),
         (padded(1), 3),
         (padded(2), 4),
+        (wide(), 5),
     ] {
         let (x, y) = data(&model, 4, seed);
         let batch = Batch::new(&x, Targets::Class(&y), model.input_dim()).unwrap();
@@ -102,6 +122,12 @@ fn gradient_matches_finite_differences() {
             );
         }
     }
+}
+
+#[test]
+fn the_wide_cnns_second_convolution_runs_by_winograd() {
+    assert_eq!(wide().paths(), (ConvPath::Im2col, ConvPath::Winograd));
+    assert_eq!(padded(1).paths(), (ConvPath::Im2col, ConvPath::Im2col));
 }
 
 #[test]

@@ -1,7 +1,7 @@
 //! One conv-BN-ReLU block of [`super::ResNet9`]: a convolution without
-//! bias (3x3 with padding 1 by Winograd F(2x2, 3x3), `crate::cnn::winograd`,
-//! where its rule picks it, else by `im2col`, `crate::cnn::conv`, or with a
-//! stride, [`conv_forward_strided`]), batch normalisation over every
+//! bias (by the path [`ConvPath::choose`] picks: Winograd F(2x2, 3x3) for
+//! 3x3 with padding 1 where its rule picks it, else `im2col`, strided where
+//! the kernel moves by more than 1), batch normalisation over every
 //! position of every image, ReLU, and an optional 2x2 max-pooling; forward
 //! in training mode (the batch's statistics) or evaluation mode (the running
 //! ones), and backward in training mode.
@@ -13,12 +13,10 @@
 
 use std::ops::Range;
 
-use crate::cnn::conv::{
-    Conv, conv_backward, conv_backward_strided, conv_forward, conv_forward_strided,
-};
+use crate::cnn::conv::Conv;
+use crate::cnn::conv_path::ConvPath;
 use crate::cnn::layers::relu_backward;
 use crate::cnn::pool::{pool_forward, pool_relu_backward};
-use crate::cnn::winograd;
 
 /// PyTorch's batch-norm `ε`.
 pub const BN_EPS: f32 = 1e-5;
@@ -36,24 +34,13 @@ pub(super) struct Block {
     /// Whether a 2x2 max-pooling follows.
     pub pool: bool,
     /// How the convolution runs.
-    pub path: Path,
+    pub path: ConvPath,
     /// Whether the block's output is its ReLU's plus the output of the block
     /// two before (the end of a residual pair).
     pub residual: bool,
     /// Offset of the convolution's filters (`[cout, 3, 3, cin]`), followed by
     /// the scale, the shift, the running mean and the running variance.
     pub at: usize,
-}
-
-/// How a block's convolution runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Path {
-    /// Winograd F(2x2, 3x3) ([`winograd::wins`] at construction).
-    Winograd,
-    /// `im2col` and a GEMM, stride 1.
-    Im2col,
-    /// `im2col` with this stride and a GEMM ([`conv_forward_strided`]).
-    Strided(usize),
 }
 
 impl Block {
@@ -76,10 +63,7 @@ impl Block {
 
     /// Scratch values the convolution's passes over `n` images need.
     pub fn scratch_len(&self, n: usize) -> usize {
-        match self.path {
-            Path::Winograd => winograd::scratch_len(&self.conv, self.cout, n),
-            Path::Im2col | Path::Strided(_) => self.conv.scratch_len(n),
-        }
+        self.path.scratch_len(&self.conv, self.cout, n)
     }
 
     /// Values of one image after the convolution (and before pooling).
@@ -131,11 +115,7 @@ pub(super) fn forward(
     mode: Mode,
 ) {
     let w = &params[b.filters()];
-    match b.path {
-        Path::Winograd => winograd::forward(&b.conv, x, w, n, cols, s.a),
-        Path::Im2col => conv_forward(&b.conv, x, w, n, cols, s.a),
-        Path::Strided(stride) => conv_forward_strided(&b.conv, stride, x, w, n, cols, s.a),
-    }
+    b.path.forward(&b.conv, x, w, n, cols, s.a);
     if mode == Mode::Batch {
         batch_statistics(s.a, s.mean, s.var);
     } else {
@@ -215,13 +195,7 @@ pub(super) fn backward(
     let (dgamma, rest) = grad[b.vector(0).start..b.vector(2).start].split_at_mut(b.cout);
     norm_backward(dz, s.xhat, &params[b.vector(0)], s.var, dgamma, rest);
     let (w, gw) = (&params[b.filters()], &mut grad[b.filters()]);
-    match b.path {
-        Path::Winograd => winograd::backward(&b.conv, x, dz, w, n, 1.0, cols, gw, dx),
-        Path::Im2col => conv_backward(&b.conv, x, dz, w, n, 1.0, cols, gw, dx),
-        Path::Strided(stride) => {
-            conv_backward_strided(&b.conv, stride, x, dz, w, n, 1.0, cols, gw, dx)
-        }
-    }
+    b.path.backward(&b.conv, x, dz, w, n, 1.0, cols, gw, dx);
 }
 
 /// Batch normalisation's backward pass in place: `d` holds the gradient at

@@ -234,7 +234,7 @@ fn small_and_full_networks_run_both_convolution_paths() {
     let paths = |m: &ResNet9| {
         m.blocks()
             .iter()
-            .map(|b| b.path == Path::Winograd)
+            .map(|b| b.path == ConvPath::Winograd)
             .collect::<Vec<_>>()
     };
     let small = paths(&small(2));

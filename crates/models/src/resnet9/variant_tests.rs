@@ -61,8 +61,8 @@ fn the_codes_resnet9_has_the_codes_size_and_tensors() {
     // 32 -> 16 (stride 2) -> 8 (pooling) -> 6 (3x3 without padding).
     let positions: Vec<usize> = m.blocks().iter().map(|b| b.conv.positions()).collect();
     assert_eq!(positions, [1024, 256, 256, 256, 256, 64, 64, 36]);
-    let paths: Vec<Path> = m.blocks().iter().map(|b| b.path).collect();
-    use Path::{Im2col, Strided, Winograd};
+    let paths: Vec<ConvPath> = m.blocks().iter().map(|b| b.path).collect();
+    use ConvPath::{Im2col, Strided, Winograd};
     assert_eq!(
         paths,
         [
@@ -110,8 +110,8 @@ fn pages_network_stays_the_default() {
 #[test]
 fn gradient_matches_finite_differences() {
     let model = srfca(12, 2, 4, 3).unwrap();
-    let paths: Vec<Path> = model.blocks().iter().map(|b| b.path).collect();
-    assert!(paths.contains(&Path::Winograd) && paths.contains(&Path::Im2col));
+    let paths: Vec<ConvPath> = model.blocks().iter().map(|b| b.path).collect();
+    assert!(paths.contains(&ConvPath::Winograd) && paths.contains(&ConvPath::Im2col));
     check_gradient(&model);
     check_gradient(
         &ResNet9::new(ResNet9 {

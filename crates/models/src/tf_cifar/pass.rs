@@ -7,7 +7,7 @@ use fedcluster_core::train::smoothing::smoothed_cross_entropy;
 
 use super::lrn::TF_CIFAR;
 use super::{TfCifarCnn, pool};
-use crate::cnn::conv::{conv_backward, conv_forward};
+use crate::cnn::conv_path::ConvPath;
 use crate::cnn::layers::{bias_relu, dense, input_grad, relu_backward, weight_grad};
 use crate::logistic::{bias_grad, count_argmax_matches};
 
@@ -34,6 +34,8 @@ impl TfCifarCnn {
         let (h, w) = self.stage.size;
         let (f, k) = (self.filters, self.classes);
         let (c1, c2) = self.convs();
+        // The second convolution (`f` channels in) by Winograd where it wins.
+        let (path1, path2) = (ConvPath::choose(&c1, f, 1), ConvPath::choose(&c2, f, 1));
         let ((h1, _), (w1, _)) = (pool::out_and_pad(h), pool::out_and_pad(w));
         let (big, mid, flat) = (n * h * w * f, n * h1 * w1 * f, n * self.flat());
         let (d1, d2) = (n * self.dense1, n * self.dense2);
@@ -65,7 +67,9 @@ impl TfCifarCnn {
             t,
         ] = ws.slices([
             n * self.stage.net_dim(),
-            c1.scratch_len(n).max(c2.scratch_len(n)),
+            path1
+                .scratch_len(&c1, f, n)
+                .max(path2.scratch_len(&c2, f, n)),
             big,
             mid,
             mid,
@@ -101,11 +105,11 @@ impl TfCifarCnn {
         let l = self.layout();
         // Forward: conv1, ReLU, pool1, norm1, conv2, ReLU, norm2, pool2, the
         // two ReLU dense layers, the logits.
-        conv_forward(&c1, x, &params[..l.b1], n, scratch, a1);
+        path1.forward(&c1, x, &params[..l.b1], n, scratch, a1);
         bias_relu(a1, &params[l.b1..l.w2]);
         pool::forward(h, w, f, n, a1, p1, idx1);
         TF_CIFAR.forward(p1, f, l1, s1);
-        conv_forward(&c2, l1, &params[l.w2..l.b2], n, scratch, a2);
+        path2.forward(&c2, l1, &params[l.w2..l.b2], n, scratch, a2);
         bias_relu(a2, &params[l.b2..l.w3]);
         TF_CIFAR.forward(a2, f, l2, s2);
         pool::forward(h1, w1, f, n, l2, p2, idx2);
@@ -140,14 +144,14 @@ impl TfCifarCnn {
         TF_CIFAR.backward(dl2, a2, l2, s2, f, t, da2);
         relu_backward(da2, a2);
         let (w2, g2) = (&params[l.w2..l.b2], &mut grad[l.w2..l.b2]);
-        conv_backward(&c2, l1, da2, w2, n, 1.0, scratch, g2, Some(&mut *dl1));
+        path2.backward(&c2, l1, da2, w2, n, 1.0, scratch, g2, Some(&mut *dl1));
         bias_grad(da2, f, 0, 1.0, &mut grad[l.b2..l.w3]);
         let dp1 = dl2; // free again, and of norm1's size
         TF_CIFAR.backward(dl1, p1, l1, s1, f, t, dp1);
         pool::backward(h, w, f, n, dp1, idx1, da1);
         relu_backward(da1, a1);
         let (w1, g1) = (&params[..l.b1], &mut grad[..l.b1]);
-        conv_backward(&c1, x, da1, w1, n, 1.0, scratch, g1, None);
+        path1.backward(&c1, x, da1, w1, n, 1.0, scratch, g1, None);
         bias_grad(da1, f, 0, 1.0, &mut grad[l.b1..l.w2]);
         (loss, correct)
     }

@@ -7,6 +7,7 @@ use fedcluster_core::train::{MinibatchOptimizer, Normalize};
 use fedcluster_core::{ImageShape, Purpose, Targets, stream};
 
 use super::*;
+use crate::cnn::conv_path::ConvPath;
 use crate::gradcheck::max_rel_error;
 use crate::testutil::{classes, normal, rng};
 
@@ -106,6 +107,30 @@ fn gradients_match_finite_differences() {
             "crop {crop}, smoothing {eps}: relative error {err}"
         );
     }
+}
+
+/// With 16 filters the second convolution runs by Winograd F(2x2, 5x5)
+/// ([`ConvPath::choose`]); its gradient is checked the same way. The f32
+/// loss's rounding grows with the width: the same net by `im2col` errs by
+/// 0.031 at this step (0.027 by Winograd), so the bound is 5e-2; a wrong
+/// tap or edge errs by far more.
+#[test]
+fn gradients_match_finite_differences_through_winograd() {
+    let model = TfCifarCnn {
+        filters: crate::cnn::winograd::MIN_CHANNELS,
+        ..net(6, 5, 0.1)
+    };
+    let (c1, c2) = model.convs();
+    let f = model.filters;
+    assert_eq!(ConvPath::choose(&c1, f, 1), ConvPath::Im2col);
+    assert_eq!(ConvPath::choose(&c2, f, 1), ConvPath::Winograd);
+    let mut r = rng(12);
+    let x = normal(&mut r, 4 * model.input_dim(), 1.0);
+    let y = classes(&mut r, 4, 3);
+    let batch = Batch::new(&x, Targets::Class(&y), model.input_dim()).unwrap();
+    let p = params(&model, 6);
+    let err = max_rel_error(&model, &p, batch, 1e-3);
+    assert!(err < 5e-2, "relative error {err}");
 }
 
 #[test]
