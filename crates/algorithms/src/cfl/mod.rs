@@ -60,6 +60,7 @@ impl Algorithm for Cfl {
     fn client(config: &Checked<Config>) -> CflClient {
         CflClient::new(Aggregation::Model, config.lr, config.local_steps)
             .with_optimizer(config.optimizer)
+            .with_round_schedule(config.round_schedule)
     }
 }
 

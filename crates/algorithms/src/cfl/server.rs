@@ -15,6 +15,7 @@ use crate::common::aggregate::{LossMeter, ModelSums};
 use crate::common::checked::{Checked, FieldError, Validate, at_least_one, positive};
 use crate::common::init::InitScheme;
 use crate::common::messages::{ClusterModel, ModelReply};
+use crate::common::round_schedule::{self, RoundSchedule};
 use crate::common::sampling::members_for_round;
 use crate::common::trainer::Optimizer;
 
@@ -49,6 +50,10 @@ pub struct Config {
     /// (`num_clients_per_round`); absent (default): every client every round.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clients_per_round: Option<usize>,
+    /// The local step size over the rounds (`crate::common::round_schedule`):
+    /// absent (default), `lr` every round.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub round_schedule: Option<RoundSchedule>,
 }
 
 fn default_local_steps() -> usize {
@@ -72,6 +77,7 @@ impl Validate for Config {
             at_least_one("clients_per_round", count)?;
         }
         self.optimizer.validate("optimizer")?;
+        round_schedule::validate(self.round_schedule, "round_schedule")?;
         self.init.validate("init")
     }
 }

@@ -36,6 +36,7 @@ fn cfl_splits_a_two_cluster_federation_exactly() {
         init: InitScheme::Zeros,
         optimizer: Default::default(),
         clients_per_round: None,
+        round_schedule: None,
     };
     let batches: Vec<Batch<'_>> = data.train.iter().map(|c| c.batch(data.dim)).collect();
     let mut server = CflServer::new(
@@ -78,6 +79,7 @@ fn bad_thresholds_name_their_field() {
         init: InitScheme::Zeros,
         optimizer: Default::default(),
         clients_per_round: None,
+        round_schedule: None,
     };
     assert_eq!(Checked::new(c).unwrap_err().field, "eps1");
 }
@@ -107,6 +109,7 @@ fn sampled_run(threads: usize) -> (Vec<u32>, Vec<Vec<usize>>, usize) {
         init: InitScheme::Zeros,
         optimizer: Default::default(),
         clients_per_round: Some(4),
+        round_schedule: None,
     };
     let batches: Vec<Batch<'_>> = data.train.iter().map(|c| c.batch(data.dim)).collect();
     let mut server = CflServer::new(Checked::new(config.clone()).unwrap(), &model, 12, 5);
@@ -166,6 +169,7 @@ fn clients_per_round_draws_that_many_members_of_each_cluster_whatever_the_thread
             init: InitScheme::Zeros,
             optimizer: Default::default(),
             clients_per_round: None,
+            round_schedule: None,
         }
     };
     assert_eq!(Checked::new(bad).unwrap_err().field, "clients_per_round");

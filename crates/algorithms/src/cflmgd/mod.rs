@@ -137,6 +137,7 @@ impl Config {
             weighting: Default::default(),
             clients: Default::default(),
             clients_per_round: None,
+            round_schedule: None,
         }
     }
 }

@@ -1,7 +1,7 @@
 //! Mechanics shared by several algorithms: validated configs, model
 //! initialisation, client sampling, per-cluster aggregation, k-means,
-//! threshold-graph components, agglomerative clustering, and a model's
-//! head trained behind a frozen trunk.
+//! threshold-graph components, agglomerative clustering, a model's head
+//! trained behind a frozen trunk, and the step size over a run's rounds.
 
 pub mod agglomerative;
 pub mod aggregate;
@@ -14,5 +14,9 @@ pub mod messages;
 pub mod mixture;
 pub mod optimizer;
 pub mod recipe;
+pub mod round_schedule;
 pub mod sampling;
 pub mod trainer;
+
+#[cfg(test)]
+mod round_schedule_tests;

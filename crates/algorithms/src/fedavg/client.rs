@@ -5,6 +5,7 @@ use fedcluster_core::{AlgoError, ClientEnv, ClientHalf, RoundCtx};
 use super::config::Config;
 use crate::common::aggregate::Aggregation;
 use crate::common::messages::{ClusterModel, ModelReply};
+use crate::common::round_schedule::{RoundSchedule, scheduled};
 use crate::common::trainer::{LocalTrainer, Optimizer};
 
 /// The client half of FedAvg. It keeps only its optimizer's state (Adam's
@@ -15,6 +16,9 @@ pub struct FedAvgClient {
     lr: f32,
     local_steps: usize,
     trainer: LocalTrainer,
+    /// The step size over the rounds (absent: `lr` every round).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    round_schedule: Option<RoundSchedule>,
 }
 
 impl FedAvgClient {
@@ -26,6 +30,7 @@ impl FedAvgClient {
             lr,
             local_steps,
             trainer: LocalTrainer::default(),
+            round_schedule: None,
         }
     }
 
@@ -33,6 +38,14 @@ impl FedAvgClient {
     pub fn from_config(config: &Config) -> Self {
         Self::new(config.aggregation, config.lr, config.local_steps)
             .with_optimizer(config.optimizer)
+            .with_round_schedule(config.round_schedule)
+    }
+
+    /// The same client training at `lr` scaled by `schedule`'s factor of the
+    /// round (model averaging; gradient averaging's server scales its step).
+    pub fn with_round_schedule(mut self, schedule: Option<RoundSchedule>) -> Self {
+        self.round_schedule = schedule;
+        self
     }
 
     /// The same client training with `optimizer` (model averaging).
@@ -52,9 +65,8 @@ impl FedAvgClient {
             }
             Aggregation::Model => {
                 let mut params = start.to_vec();
-                let loss = self
-                    .trainer
-                    .train(&mut params, self.lr, self.local_steps, env);
+                let lr = scheduled(self.round_schedule, self.lr, env.round);
+                let loss = self.trainer.train(&mut params, lr, self.local_steps, env);
                 ModelReply::trained(params, loss, samples)
             }
         }

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use crate::common::aggregate::{Aggregation, Weighting};
 use crate::common::checked::{FieldError, Validate, at_least_one, fraction, positive};
 use crate::common::init::InitScheme;
+use crate::common::round_schedule::{self, RoundSchedule};
 use crate::common::trainer::Optimizer;
 
 /// FedAvg parameters.
@@ -39,6 +40,10 @@ pub struct Config {
     /// `ClusterTrainer` does (see [`Clients::Sequential`]).
     #[serde(default, skip_serializing_if = "Clients::is_parallel")]
     pub clients: Clients,
+    /// The step size over the rounds (`crate::common::round_schedule`):
+    /// absent (default), `lr` every round.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub round_schedule: Option<RoundSchedule>,
 }
 
 /// How a round's participants train (model averaging).
@@ -98,6 +103,7 @@ impl Config {
             optimizer,
             weighting: Weighting::Samples,
             clients: Default::default(),
+            round_schedule: None,
         }
     }
 }
@@ -111,6 +117,7 @@ impl Validate for Config {
         fraction("participation", self.participation)?;
         self.init.validate("init")?;
         self.optimizer.validate("optimizer")?;
+        round_schedule::validate(self.round_schedule, "round_schedule")?;
         if self.clients == Clients::Sequential && self.aggregation != Aggregation::Model {
             return Err(FieldError::new(
                 "clients",

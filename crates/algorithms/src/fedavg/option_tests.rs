@@ -20,6 +20,7 @@ fn config(weighting: Weighting, clients: Clients, participation: f64) -> Checked
         optimizer: Default::default(),
         weighting,
         clients,
+        round_schedule: None,
     })
     .unwrap()
 }

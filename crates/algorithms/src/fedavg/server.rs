@@ -12,13 +12,15 @@ use super::config::{Clients, Config};
 use crate::common::aggregate::{Aggregation, LossMeter, ModelSums};
 use crate::common::checked::{Checked, FieldError};
 use crate::common::messages::{ClusterModel, ModelReply};
+use crate::common::round_schedule::scheduled;
 use crate::common::sampling::participants;
 use crate::table::Setup;
 
 /// The server half of FedAvg with a fixed assignment.
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub struct FedAvgServer {
-    config: Checked<Config>,
+    /// Boxed, as `sums` and `chain` are: other servers hold this one inline.
+    config: Box<Checked<Config>>,
     p: usize,
     models: Vec<f32>,
     assignment: Vec<Option<usize>>,
@@ -88,7 +90,7 @@ impl FedAvgServer {
             )));
         }
         Ok(Self {
-            config,
+            config: Box::new(config),
             p,
             models,
             assignment: assignment.into_iter().map(Some).collect(),
@@ -172,7 +174,8 @@ impl ServerHalf for FedAvgServer {
         let c = self.assignment[id].expect("fixed assignment");
         match self.config.aggregation {
             Aggregation::Gradient => {
-                let scale = self.config.lr / self.participants.max(1) as f32;
+                let lr = scheduled(self.config.round_schedule, self.config.lr, ctx.round);
+                let scale = lr / self.participants.max(1) as f32;
                 axpy(-scale, &up.payload, &mut self.models[c * p..(c + 1) * p]);
             }
             Aggregation::Model => {

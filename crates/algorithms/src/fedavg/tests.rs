@@ -20,6 +20,7 @@ fn server(aggregation: Aggregation, assignment: Vec<usize>) -> FedAvgServer {
         optimizer: Default::default(),
         weighting: Default::default(),
         clients: Default::default(),
+        round_schedule: None,
     })
     .unwrap();
     let model = LinearRegression::new(2).unwrap();
@@ -106,6 +107,7 @@ fn an_assignment_beyond_k_is_rejected() {
         optimizer: Default::default(),
         weighting: Default::default(),
         clients: Default::default(),
+        round_schedule: None,
     })
     .unwrap();
     let model = LinearRegression::new(2).unwrap();
@@ -135,6 +137,7 @@ fn adam_run(
         },
         weighting: Default::default(),
         clients: Default::default(),
+        round_schedule: None,
     })
     .unwrap();
     let client = super::FedAvgClient::from_config(&config);

@@ -109,6 +109,7 @@ fn without_momentum_it_is_fedavg() {
         optimizer: Default::default(),
         weighting: Default::default(),
         clients: Default::default(),
+        round_schedule: None,
     })
     .unwrap();
     let mut fedavg = global::Global::server(fedavg_config.clone(), &setup).unwrap();

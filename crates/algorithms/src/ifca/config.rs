@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use crate::common::aggregate::{Aggregation, Weighting};
 use crate::common::checked::{FieldError, Validate, at_least_one, at_most, fraction, positive};
 use crate::common::init::InitScheme;
+use crate::common::round_schedule::{self, RoundSchedule, scheduled};
 use crate::common::trainer::Optimizer;
 use crate::fedavg::Clients;
 use fedcluster_core::limits::{MAX_CLUSTERS, MAX_REPLICAS};
@@ -88,6 +89,10 @@ pub struct Config {
     /// all clients, each in its cluster.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clients_per_round: Option<usize>,
+    /// The step size over the rounds (`crate::common::round_schedule`), of
+    /// every replica: absent (default), its `lr` every round.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub round_schedule: Option<RoundSchedule>,
 }
 
 fn is_zero_rounds(v: &usize) -> bool {
@@ -222,6 +227,11 @@ impl Config {
     pub fn replica_lr(&self, r: usize) -> f32 {
         self.lr.values()[r / self.restarts]
     }
+
+    /// Step size of replica `r` at `round`, under `round_schedule`.
+    pub fn round_lr(&self, r: usize, round: usize) -> f32 {
+        scheduled(self.round_schedule, self.replica_lr(r), round)
+    }
 }
 
 /// With CFL-MGD's momentum the buffer is the cluster's (or the client's own,
@@ -292,6 +302,7 @@ impl Validate for Config {
             MAX_REPLICAS,
         )?;
         self.init.validate("init")?;
+        round_schedule::validate(self.round_schedule, "round_schedule")?;
         if !(0.0..=1.0 / self.clusters as f64).contains(&self.min_share) {
             return Err(FieldError::new(
                 "min_share",

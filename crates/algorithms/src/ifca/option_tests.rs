@@ -30,6 +30,7 @@ fn config(aggregation: Aggregation, pretrain_rounds: usize, freeze_trunk: bool) 
         weighting: Default::default(),
         clients: Default::default(),
         clients_per_round: None,
+        round_schedule: None,
     })
     .unwrap()
 }

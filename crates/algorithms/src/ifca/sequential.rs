@@ -77,6 +77,7 @@ impl Sequential {
     pub(super) fn plan(
         &mut self,
         config: &Config,
+        round: usize,
         replica: ReplicaState<'_>,
         rng: &mut Rng,
     ) -> Vec<(ClientId, Down)> {
@@ -86,7 +87,7 @@ impl Sequential {
             models: Arc::clone(models),
             replicas: 1,
             k,
-            lrs: Arc::new(vec![config.replica_lr(0)]),
+            lrs: Arc::new(vec![config.round_lr(0, round)]),
             shared: 0,
             velocities: None,
             own: own.map(|c| vec![c]),

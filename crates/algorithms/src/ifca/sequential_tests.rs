@@ -35,6 +35,7 @@ fn sequential(clients_per_round: Option<usize>) -> Config {
         weighting: Weighting::Uniform,
         clients: Clients::Sequential,
         clients_per_round,
+        round_schedule: None,
     }
 }
 

@@ -230,7 +230,7 @@ impl ServerHalf for IfcaServer {
     fn plan(&mut self, ctx: &RoundCtx, rng: &mut Rng) -> Result<Vec<(ClientId, Down)>, AlgoError> {
         if let Some(sequential) = &mut self.sequential {
             self.active = vec![0];
-            return Ok(sequential.plan(&self.config, self.replicas[0].state(), rng));
+            return Ok(sequential.plan(&self.config, ctx.round, self.replicas[0].state(), rng));
         }
         let pretraining = ctx.round < self.config.pretrain_rounds;
         self.active = (0..self.replicas.len())
@@ -251,7 +251,7 @@ impl ServerHalf for IfcaServer {
         let lrs = Arc::new(
             self.active
                 .iter()
-                .map(|&r| self.config.replica_lr(r))
+                .map(|&r| self.config.round_lr(r, ctx.round))
                 .collect::<Vec<_>>(),
         );
         let chosen = participants(self.stable_for.len(), self.config.participation, rng);
@@ -339,7 +339,7 @@ impl ServerHalf for IfcaServer {
             let sh = self.shared;
             match self.config.aggregation {
                 Aggregation::Gradient => {
-                    let scale = self.config.replica_lr(r) / self.participants.max(1) as f32;
+                    let scale = self.config.round_lr(r, ctx.round) / self.participants.max(1) as f32;
                     // Shared layers step in model 0 (copied to the others at the end
                     // of the round), heads in the chosen cluster's model.
                     axpy(-scale, &payload[..sh], &mut replica.models[..sh]);

@@ -35,6 +35,7 @@ fn config(aggregation: Aggregation, restarts: usize, stable_rounds: usize) -> Ch
         weighting: Default::default(),
         clients: Default::default(),
         clients_per_round: None,
+        round_schedule: None,
     })
     .unwrap()
 }

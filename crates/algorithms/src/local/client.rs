@@ -5,6 +5,7 @@ use fedcluster_core::{AlgoError, ClientEnv, ClientHalf, RoundCtx};
 use super::server::TrainLocally;
 use crate::common::init::InitScheme;
 use crate::common::messages::ModelReply;
+use crate::common::round_schedule::{RoundSchedule, scheduled};
 use crate::common::trainer::{LocalTrainer, Optimizer};
 
 /// The client half of local training.
@@ -15,6 +16,9 @@ pub struct LocalClient {
     init: InitScheme,
     params: Option<Vec<f32>>,
     trainer: LocalTrainer,
+    /// The step size over the rounds (absent: `lr` every round).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    round_schedule: Option<RoundSchedule>,
 }
 
 impl LocalClient {
@@ -26,12 +30,20 @@ impl LocalClient {
             init,
             params: None,
             trainer: LocalTrainer::default(),
+            round_schedule: None,
         }
     }
 
     /// The same client training with `optimizer`.
     pub fn with_optimizer(mut self, optimizer: Optimizer) -> Self {
         self.trainer = LocalTrainer::new(optimizer);
+        self
+    }
+
+    /// The same client training at `lr` scaled by `schedule`'s factor of the
+    /// round.
+    pub fn with_round_schedule(mut self, schedule: Option<RoundSchedule>) -> Self {
+        self.round_schedule = schedule;
         self
     }
 }
@@ -52,7 +64,8 @@ impl ClientHalf for LocalClient {
             self.init.fill(env.model, &mut env.rng, &mut v);
             v
         });
-        let loss = self.trainer.train(params, self.lr, self.local_steps, env);
+        let lr = scheduled(self.round_schedule, self.lr, env.round);
+        let loss = self.trainer.train(params, lr, self.local_steps, env);
         Ok(ModelReply::checked(params.clone(), loss, env.data.len()))
     }
 }

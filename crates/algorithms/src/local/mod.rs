@@ -35,6 +35,7 @@ impl Algorithm for Local {
     fn client(config: &Checked<Config>) -> LocalClient {
         LocalClient::new(config.lr, config.local_steps, config.init)
             .with_optimizer(config.optimizer)
+            .with_round_schedule(config.round_schedule)
     }
 }
 

@@ -8,6 +8,7 @@ use crate::common::aggregate::LossMeter;
 use crate::common::checked::{Checked, FieldError, Validate, at_least_one, fraction, positive};
 use crate::common::init::InitScheme;
 use crate::common::messages::ModelReply;
+use crate::common::round_schedule::{self, RoundSchedule};
 use crate::common::sampling::participants;
 use crate::common::trainer::Optimizer;
 
@@ -29,6 +30,10 @@ pub struct Config {
     /// Local optimizer: full-batch GD (default) or Adam on minibatches.
     #[serde(default)]
     pub optimizer: Optimizer,
+    /// The step size over the rounds (`crate::common::round_schedule`):
+    /// absent (default), `lr` every round.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub round_schedule: Option<RoundSchedule>,
 }
 
 fn default_local_steps() -> usize {
@@ -43,6 +48,8 @@ impl Validate for Config {
         positive("lr", f64::from(self.lr))?;
         at_least_one("local_steps", self.local_steps)?;
         fraction("participation", self.participation)?;
+        self.optimizer.validate("optimizer")?;
+        round_schedule::validate(self.round_schedule, "round_schedule")?;
         self.init.validate("init")
     }
 }

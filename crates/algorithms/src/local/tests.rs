@@ -18,6 +18,7 @@ fn clients_keep_training_their_own_model_and_the_server_records_it() {
         participation: 1.0,
         init: InitScheme::Zeros,
         optimizer: Default::default(),
+        round_schedule: None,
     })
     .unwrap();
     let mut server = LocalServer::new(config, &model, 2);

@@ -4,9 +4,9 @@
 //! iters_per_epoch], [0, 1, 0])` for each cluster of each REFINE step, one
 //! scheduler step per TrimmedMeanGD iteration. Here a REFINE step's
 //! TrimmedMeanGD round `r` (from 0) runs at `lr · factor(r)` with the
-//! triangle `[0, warmup_rounds, refine_rounds] -> [0, 1, 0]`
-//! ([`Triangular`]), restarting at every REFINE step as the code's new
-//! trainers do; the final training after the last REFINE keeps `lr`.
+//! triangle `[0, warmup_rounds, refine_rounds] -> [0, 1, 0]` ([`triangle`],
+//! which the baselines' `round_schedule` runs too), restarting at every
+//! REFINE step as the code's new trainers do; the final training after the last REFINE keeps `lr`.
 //!
 //! A client knows its factor from the round alone (the stages are fixed by
 //! the config both halves hold, [`Config::clustering_rounds`], as
@@ -19,9 +19,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use fedcluster_core::train::Triangular;
-
 use super::config::{AfterOneShot, Config, RefineSchedule};
+use crate::common::round_schedule::triangle;
 
 /// The factor of the step size at each round, derived from the config.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -72,14 +71,8 @@ impl RefineLr {
     /// The factor of `lr` at `round`: the triangle's at its REFINE round, 1
     /// elsewhere.
     pub fn factor(&self, round: usize) -> f32 {
-        let triangle = Triangular {
-            warmup: self.warmup,
-            total: self.total,
-        };
-        match self.refine_round(round) {
-            Some(r) if triangle.total > triangle.warmup => triangle.factor(r),
-            _ => 1.0,
-        }
+        self.refine_round(round)
+            .map_or(1.0, |r| triangle(self.warmup, self.total, r))
     }
 }
 

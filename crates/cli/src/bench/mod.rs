@@ -238,6 +238,7 @@ fn ifca_config(
         weighting: Default::default(),
         clients: Default::default(),
         clients_per_round: None,
+        round_schedule: None,
     }
 }
 

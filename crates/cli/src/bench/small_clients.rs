@@ -55,6 +55,7 @@ pub(super) fn small_clients_round(
         optimizer: Default::default(),
         weighting: Default::default(),
         clients: Default::default(),
+        round_schedule: None,
     })?;
     let threads = resolve_threads(options.threads);
     let setup = fedcluster_algorithms::Setup::new(&model, m, 1);

@@ -27,6 +27,36 @@ const REFINE_STEPS: usize = 2;
 /// Misclustering with found clusters labelled by their majority (Definition 3.1).
 const MISCLUSTERING: Metric = Metric::Final(Field::MajorityMisclustering);
 
+/// The baselines' `round_schedule` over `rounds` rounds of 5 iterations:
+/// the public code's triangle over 2,400 iterations (`GlobalTrainer`,
+/// `ClientTrainer`: warm-up 155, 0 from 2,387, the last whole epoch of 31)
+/// scaled to the rounds (480: warm-up 31, 0 from round 477); CFL's
+/// (`ClusterTrainer`: warm-up 75 of 2,400, 0 at 2,400) warms up over 1/32 of
+/// the rounds, as SR-FCA's REFINE, and reaches 0 at the end.
+fn round_schedule(rounds: usize, cfl: bool) -> (usize, usize) {
+    let total = if cfl {
+        rounds
+    } else {
+        (rounds * 2387 + 1200) / 2400
+    }
+    .max(1);
+    let warmup = if cfl {
+        rounds.div_ceil(32)
+    } else {
+        (rounds * 155).div_ceil(2400)
+    };
+    (warmup.min(total - 1), total)
+}
+
+/// The override setting [`round_schedule`].
+fn round_schedule_override(rounds: usize, cfl: bool) -> String {
+    let (warmup, total) = round_schedule(rounds, cfl);
+    format!(
+        "algorithm.round_schedule={{ kind = \"triangular\", warmup_rounds = {warmup}, \
+         total_rounds = {total} }}"
+    )
+}
+
 /// SR-FCA's test accuracy at its `i`-th evaluation: 0 after ONE_SHOT, then
 /// after each REFINE.
 fn at(i: usize) -> Metric {
@@ -59,6 +89,11 @@ pub fn experiment(p: &Protocol) -> Experiment {
     // REFINE's schedule warms up over the code's share of its rounds: 75 of
     // ClusterTrainer's 2,400 iterations (8 of 240 rounds, rounded up).
     let warmup = refine_rounds.div_ceil(32);
+    let (base_warmup, base_total) = round_schedule(rounds, false);
+    let (cfl_warmup, _) = round_schedule(rounds, true);
+    let baseline = |key: &'static str, label: &'static str, config: ConfigFile| {
+        Method::new(key, label, config).with_overrides(&[&round_schedule_override(rounds, false)])
+    };
     let mut srfca = Method::new("srfca", "SR-FCA", SRFCA).with_overrides(&[
         &format!("rounds={end}"),
         &format!("eval_at={eval_at:?}"),
@@ -105,7 +140,9 @@ pub fn experiment(p: &Protocol) -> Experiment {
              t = 2, then {REFINE_STEPS} REFINE steps of {refine_rounds} rounds of 5 local \
              iterations with the trimmed mean (β = 0.2) on half of each cluster's members, \
              the step size over each REFINE's rounds the code's triangle (warm-up {warmup} \
-             rounds, then linear to 0). \
+             rounds, then linear to 0). The baselines' step size follows the code's triangle \
+             over their rounds: warm-up {base_warmup} rounds, 0 from round {base_total} \
+             (CFL: warm-up {cfl_warmup}, 0 at the end). \
              Local-KMeans as the public code scores it: k-means on local models, the centroids \
              untrained. Test accuracy: each training client's model on its rotation's test \
              images. Misclustering: each found cluster labelled by its majority (Definition 3.1), \
@@ -122,9 +159,11 @@ pub fn experiment(p: &Protocol) -> Experiment {
         }],
         methods: vec![
             srfca,
-            Method::new("local", "Local", LOCAL).with_paper(paper(75.87, 0.33, None)),
-            Method::new("global", "Global", GLOBAL).with_paper(paper(88.75, 0.52, None)),
-            Method::new("cfl", "CFL", CFL).with_paper(paper(87.59, 0.42, Some(0.18))),
+            baseline("local", "Local", LOCAL).with_paper(paper(75.87, 0.33, None)),
+            baseline("global", "Global", GLOBAL).with_paper(paper(88.75, 0.52, None)),
+            Method::new("cfl", "CFL", CFL)
+                .with_overrides(&[&round_schedule_override(rounds, true)])
+                .with_paper(paper(87.59, 0.42, Some(0.18))),
             Method::new(
                 "local-kmeans",
                 "Local-KMeans (its centroids, as the public code)",
@@ -132,7 +171,7 @@ pub fn experiment(p: &Protocol) -> Experiment {
             )
             .with_overrides(&["rounds=1"])
             .with_paper(paper(10.00, 0.20, Some(0.38))),
-            Method::new("ifca", "IFCA", IFCA).with_paper(paper(86.05, 0.43, Some(0.50))),
+            baseline("ifca", "IFCA", IFCA).with_paper(paper(86.05, 0.43, Some(0.50))),
         ],
         seeds: p.seeds(5),
         overrides: common(p, 2, quick),
@@ -197,5 +236,33 @@ pub fn experiment(p: &Protocol) -> Experiment {
         smoke: !full,
         report_absent_data: true,
         ..Default::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_configs_schedules_are_the_harness_at_their_480_rounds() {
+        assert_eq!(round_schedule(480, false), (31, 477));
+        assert_eq!(round_schedule(480, true), (15, 480));
+        for (config, cfl) in [(GLOBAL, false), (IFCA, false), (LOCAL, false), (CFL, true)] {
+            let value: toml::Value = toml::from_str(config.text).unwrap();
+            assert_eq!(value["rounds"].as_integer(), Some(480), "{}", config.path);
+            let schedule = &value["algorithm"]["round_schedule"];
+            let (warmup, total) = round_schedule(480, cfl);
+            assert_eq!(schedule["kind"].as_str(), Some("triangular"));
+            let at = |key: &str| schedule[key].as_integer().map(|v| v as usize);
+            assert_eq!(at("warmup_rounds"), Some(warmup), "{}", config.path);
+            assert_eq!(at("total_rounds"), Some(total), "{}", config.path);
+        }
+        // Short runs (--quick, --rounds) keep a triangle the configs accept.
+        for rounds in 1..100 {
+            for cfl in [false, true] {
+                let (warmup, total) = round_schedule(rounds, cfl);
+                assert!(warmup < total && total <= rounds, "{rounds} {cfl}");
+            }
+        }
     }
 }
