@@ -339,7 +339,8 @@ impl ServerHalf for IfcaServer {
             let sh = self.shared;
             match self.config.aggregation {
                 Aggregation::Gradient => {
-                    let scale = self.config.round_lr(r, ctx.round) / self.participants.max(1) as f32;
+                    let scale =
+                        self.config.round_lr(r, ctx.round) / self.participants.max(1) as f32;
                     // Shared layers step in model 0 (copied to the others at the end
                     // of the round), heads in the chosen cluster's model.
                     axpy(-scale, &payload[..sh], &mut replica.models[..sh]);
