@@ -49,6 +49,24 @@ impl<'a> MatRef<'a> {
         }
     }
 
+    /// A `rows x cols` row-major view of `data` whose rows start
+    /// `row_stride >= cols` values apart (a padded layout). Panics if `data`
+    /// is too short or the stride too small.
+    pub fn row_major_strided(data: &'a [f32], rows: usize, cols: usize, row_stride: usize) -> Self {
+        assert!(
+            row_stride >= cols && fits(data.len(), rows, cols, row_stride, 1),
+            "row-major view {rows}x{cols}, row stride {row_stride}, over {} values",
+            data.len()
+        );
+        Self {
+            data,
+            rows,
+            cols,
+            row_stride,
+            col_stride: 1,
+        }
+    }
+
     /// The transposed view (no copy).
     pub fn t(self) -> Self {
         Self {
@@ -268,5 +286,30 @@ mod tests {
         for (x, y) in c.iter().zip(&want) {
             assert!((x + y).abs() < 1e-5, "{x} vs {}", -y);
         }
+    }
+
+    #[test]
+    fn a_padded_view_reads_only_its_rows_values() {
+        let (m, k, n, stride) = (4, 3, 2, 5);
+        let a: Vec<f32> = (0..m * k).map(|i| (i as f32 * 0.37).sin()).collect();
+        let b: Vec<f32> = (0..k * n).map(|i| (i as f32 * 0.11).cos()).collect();
+        // The same values rows `stride` apart, NaN in the padding.
+        let mut padded = vec![f32::NAN; (m - 1) * stride + k];
+        for (i, row) in a.chunks_exact(k).enumerate() {
+            padded[i * stride..i * stride + k].copy_from_slice(row);
+        }
+        let (mut dense, mut strided) = (vec![0.0; m * n], vec![0.0; m * n]);
+        let b = MatRef::row_major(&b, k, n);
+        matmul(
+            MatMut::row_major(&mut dense, m, n),
+            MatRef::row_major(&a, m, k),
+            b,
+            false,
+            1.0,
+        );
+        let view = MatRef::row_major_strided(&padded, m, k, stride);
+        matmul(MatMut::row_major(&mut strided, m, n), view, b, false, 1.0);
+        assert_eq!(dense, strided);
+        assert!(std::panic::catch_unwind(|| MatRef::row_major_strided(&padded, m, k, 2)).is_err());
     }
 }

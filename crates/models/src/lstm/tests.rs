@@ -198,43 +198,55 @@ fn bad_batches_give_nan_not_panics() {
     assert!(CharLstm::new(CharLstm { vocab: 1, ..model }).is_err());
 }
 
-/// The recurrent product from the transposed copy of `W_hh` (what the
-/// training pass runs) has the bits of the product from `W_hh`'s transposed
-/// view (what it ran before), at LEAF's sizes and SR-FCA's batch of 10.
+/// The recurrent products from the skewed copies of `W_hh` (what the
+/// training pass runs: the transpose for the forward product, the rows
+/// for the backward one, rows a cache line longer than their values) have
+/// the bits of the products from `W_hh` itself, at LEAF's sizes and SR-FCA's
+/// batch of 10.
 #[test]
-fn recurrent_product_from_transposed_copy_keeps_the_bits() {
+fn recurrent_products_from_skewed_copies_keep_the_bits() {
     use fedcluster_core::linalg::{MatMut, MatRef, matmul};
     let (b, h) = (10, 256);
     let mut rng = stream(3, Purpose::Init, 0, 0);
-    let w_hh: Vec<f32> = (0..4 * h * h)
-        .map(|_| rng.random_range(-1.0..1.0))
-        .collect();
-    let prev: Vec<f32> = (0..b * h).map(|_| rng.random_range(-1.0..1.0)).collect();
-    let start: Vec<f32> = (0..b * 4 * h)
-        .map(|_| rng.random_range(-1.0..1.0))
-        .collect();
-    let mut w_hh_t = vec![0.0; 4 * h * h];
-    train::transpose(&w_hh, 4 * h, h, &mut w_hh_t);
-    assert_eq!(w_hh_t[3 * 4 * h + 7], w_hh[7 * h + 3]);
-    let (mut view, mut copy) = (start.clone(), start);
+    let mut values =
+        |n: usize| -> Vec<f32> { (0..n).map(|_| rng.random_range(-1.0..1.0)).collect() };
+    let (w_hh, prev, next) = (values(4 * h * h), values(b * h), values(b * 4 * h));
+    let (start_g, start_dh) = (values(b * 4 * h), values(b * h));
+    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    let w = MatRef::row_major(&w_hh, 4 * h, h);
+
+    // Forward: G += h_prev · W_hhᵀ.
+    let stride = train::skewed(4 * h);
+    let mut w_hh_t = vec![f32::NAN; h * stride];
+    train::transpose(&w_hh, 4 * h, h, &mut w_hh_t, stride);
+    assert_eq!(w_hh_t[3 * stride + 7], w_hh[7 * h + 3]);
+    let (mut view, mut copy) = (start_g.clone(), start_g);
     let prev = MatRef::row_major(&prev, b, h);
     matmul(
         MatMut::row_major(&mut view, b, 4 * h),
         prev,
-        MatRef::row_major(&w_hh, 4 * h, h).t(),
+        w.t(),
         true,
         1.0,
     );
+    let skewed = MatRef::row_major_strided(&w_hh_t, h, 4 * h, stride);
     matmul(
         MatMut::row_major(&mut copy, b, 4 * h),
         prev,
-        MatRef::row_major(&w_hh_t, h, 4 * h),
+        skewed,
         true,
         1.0,
     );
-    assert!(
-        view.iter()
-            .zip(&copy)
-            .all(|(x, y)| x.to_bits() == y.to_bits())
-    );
+    assert_eq!(bits(&view), bits(&copy), "forward");
+
+    // Backward: dh += dG_next · W_hh.
+    let stride = train::skewed(h);
+    let mut rows = vec![f32::NAN; 4 * h * stride];
+    train::copy_rows(&w_hh, h, &mut rows, stride);
+    let (mut view, mut copy) = (start_dh.clone(), start_dh);
+    let next = MatRef::row_major(&next, b, 4 * h);
+    matmul(MatMut::row_major(&mut view, b, h), next, w, true, 1.0);
+    let skewed = MatRef::row_major_strided(&rows, 4 * h, h, stride);
+    matmul(MatMut::row_major(&mut copy, b, h), next, skewed, true, 1.0);
+    assert_eq!(bits(&view), bits(&copy), "backward");
 }

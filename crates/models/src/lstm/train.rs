@@ -96,7 +96,7 @@ impl CharLstm {
             b * h,
             4 * h,
             b * v,
-            4 * h * h,
+            (h * skewed(4 * h)).max(4 * h * skewed(h)),
         ];
         let [buf] = ws.slices([lens.iter().sum()]);
         let (x0, rest) = buf.split_at_mut(lens[0]);
@@ -105,7 +105,7 @@ impl CharLstm {
         let (dh, rest) = rest.split_at_mut(lens[3]);
         let (dc, rest) = rest.split_at_mut(lens[4]);
         let (bias, rest) = rest.split_at_mut(lens[5]);
-        let (z, w_hh_t) = rest.split_at_mut(lens[6]);
+        let (z, w_hh_copy) = rest.split_at_mut(lens[6]);
 
         self.gather(params, x, b, x0);
         for k in 0..layers {
@@ -117,7 +117,7 @@ impl CharLstm {
             let store = Store::carve(&mut store[..per_layer], rows, h);
             let start = carry.as_ref().map(|s| s.layer(k));
             let at = self.layer(k);
-            self.layer_forward(params, at, input, store, bias, w_hh_t, b, start);
+            self.layer_forward(params, at, input, store, bias, w_hh_copy, b, start);
         }
         let top = Store::outputs(&stores[(layers - 1) * per_layer..], rows, h);
         let loss = self.head(params, &top[(t_len - 1) * b * h..], y, scale, z, dh, grad);
@@ -127,7 +127,8 @@ impl CharLstm {
             let store = Store::carve(&mut stores[k * per_layer..(k + 1) * per_layer], rows, h);
             let from_above = (k + 1 < layers).then_some(&dx[..rows * h]);
             let start = carry.as_ref().map(|s| s.layer(k));
-            self.layer_backward(params, at, from_above, store, dh, dc, b, start.map(|s| s.1));
+            let c0 = start.map(|s| s.1);
+            self.layer_backward(params, at, from_above, store, [dh, dc, w_hh_copy], b, c0);
             let input = match k {
                 0 => &*x0,
                 _ => Store::outputs(&stores[(k - 1) * per_layer..], rows, h),
@@ -218,8 +219,9 @@ impl CharLstm {
             1.0,
         );
         add_biases(params, at, bias);
-        transpose(&params[at.w_hh..at.b_ih], h4, h, w_hh_t);
-        let w_hh = MatRef::row_major(w_hh_t, h, h4);
+        let stride = skewed(h4);
+        transpose(&params[at.w_hh..at.b_ih], h4, h, w_hh_t, stride);
+        let w_hh = MatRef::row_major_strided(w_hh_t, h, h4, stride);
         let (bh, bh4) = (b * h, b * h4);
         for t in 0..self.seq_len {
             let g = &mut gates[t * bh4..(t + 1) * bh4];
@@ -254,14 +256,15 @@ impl CharLstm {
         at: LayerAt,
         from_above: Option<&[f32]>,
         store: Store<'_>,
-        dh: &mut [f32],
-        dc: &mut [f32],
+        [dh, dc, w_hh_copy]: [&mut [f32]; 3],
         b: usize,
         c0: Option<&[f32]>,
     ) {
         let (h, h4, t_len) = (self.hidden, 4 * self.hidden, self.seq_len);
         let Store { gates, c, tc, .. } = store;
-        let w_hh = MatRef::row_major(&params[at.w_hh..at.b_ih], h4, h);
+        let stride = skewed(h);
+        copy_rows(&params[at.w_hh..at.b_ih], h, w_hh_copy, stride);
+        let w_hh = MatRef::row_major_strided(w_hh_copy, h4, h, stride);
         let (bh, bh4) = (b * h, b * h4);
         dc.fill(0.0);
         for t in (0..t_len).rev() {
@@ -348,15 +351,42 @@ impl CharLstm {
     }
 }
 
-/// `out` (`cols x rows`, row-major) <- the transpose of `m` (`rows x cols`,
-/// row-major), in tiles that stay in cache.
-pub(super) fn transpose(m: &[f32], rows: usize, cols: usize, out: &mut [f32]) {
-    const TILE: usize = 16;
-    for i0 in (0..rows).step_by(TILE) {
-        for j0 in (0..cols).step_by(TILE) {
-            for i in i0..(i0 + TILE).min(rows) {
-                for j in j0..(j0 + TILE).min(cols) {
-                    out[j * rows + i] = m[i * cols + j];
+/// The row stride of `W_hhᵀ`'s copy for rows of `len` values: one cache line
+/// more than `len`. `gemm` reads the copy down its columns (16 values of
+/// each row at a time, a row apart): at `4H = 1,024` values, rows 4 KiB
+/// apart fall in one cache set and evicted one another before the second
+/// block of batch columns read them again.
+pub(super) fn skewed(len: usize) -> usize {
+    len + 16
+}
+
+/// `out` <- the rows of `m` (`cols` values each), `stride >= cols` values
+/// apart.
+pub(super) fn copy_rows(m: &[f32], cols: usize, out: &mut [f32], stride: usize) {
+    for (row, out) in m.chunks_exact(cols).zip(out.chunks_mut(stride)) {
+        out[..cols].copy_from_slice(row);
+    }
+}
+
+/// `out` (`cols x rows`, row-major, rows `stride >= rows` values apart) <-
+/// the transpose of `m` (`rows x cols`, row-major), in 8x8 tiles written
+/// along `out`'s rows: written the other way (along `m`'s rows), a tile's 8
+/// rows of `out`, for `W_hh` 4 KiB apart, fell in one cache set and evicted
+/// one another (3.6% of a batch-10 step).
+pub(super) fn transpose(m: &[f32], rows: usize, cols: usize, out: &mut [f32], stride: usize) {
+    const TILE: usize = 8;
+    assert!(
+        stride >= rows
+            && m.len() >= rows * cols
+            && out.len() >= cols.saturating_sub(1) * stride + rows,
+        "transpose: lengths"
+    );
+    for j0 in (0..cols).step_by(TILE) {
+        for i0 in (0..rows).step_by(TILE) {
+            for j in j0..(j0 + TILE).min(cols) {
+                let row = &mut out[j * stride..][i0..(i0 + TILE).min(rows)];
+                for (k, v) in row.iter_mut().enumerate() {
+                    *v = m[(i0 + k) * cols + j];
                 }
             }
         }
