@@ -33,8 +33,7 @@ use fedcluster_core::linalg::matmul;
 
 use super::conv::Conv;
 use super::winograd_grid::{Grid, Plane, carve, mat, mat_mut, rows, rows_mut, span};
-use super::winograd_transforms as f3;
-use super::winograd_transforms5 as f5;
+use super::winograd_tiling::{F3, F5, Tiling};
 
 /// Values of one chunk's transformed tiles (2 MiB): about a core's L2
 /// cache.
@@ -67,74 +66,6 @@ pub(crate) fn applies(c: &Conv) -> bool {
 /// ResNet9 and the CNNs, docs/performance.md).
 pub(crate) fn wins(c: &Conv, cout: usize) -> bool {
     applies(c) && c.in_c >= MIN_CHANNELS && cout > 0
-}
-
-/// One of Winograd's F(2x2, k x k): `XI = (k + 1)²` transform coordinates,
-/// `TAPS = k²` filter taps, and the per-tile transforms over channel rows.
-trait Tiling<const XI: usize, const TAPS: usize> {
-    /// The kernel's side `k`.
-    const K: usize;
-    /// The coordinate of the transform of a filter rotated by 180° that
-    /// holds coordinate `xi` of the filter's, where that is a permutation.
-    fn rotated(xi: usize) -> Option<usize>;
-    fn input(d: [&[f32]; XI], v: [&mut [f32]; XI]);
-    fn filter(g: [&[f32]; TAPS], u: [&mut [f32]; XI]);
-    fn output(m: [&[f32]; XI], y: [&mut [f32]; 4]);
-    fn output_adjoint(dy: [&[f32]; 4], m: [&mut [f32]; XI]);
-    fn filter_adjoint(du: [&[f32]; XI], g: [&mut [f32]; TAPS], scale: f32);
-}
-
-/// F(2x2, 3x3) ([`super::winograd_transforms`]).
-struct F3;
-
-impl Tiling<16, 9> for F3 {
-    const K: usize = 3;
-    /// `G J = P G` with `J` the reversal and `P` the swap of rows 0 and 3.
-    fn rotated(xi: usize) -> Option<usize> {
-        const P: [usize; 4] = [3, 1, 2, 0];
-        Some(4 * P[xi / 4] + P[xi % 4])
-    }
-    fn input(d: [&[f32]; 16], v: [&mut [f32]; 16]) {
-        f3::input(d, v)
-    }
-    fn filter(g: [&[f32]; 9], u: [&mut [f32]; 16]) {
-        f3::filter(g, u)
-    }
-    fn output(m: [&[f32]; 16], y: [&mut [f32]; 4]) {
-        f3::output(m, y)
-    }
-    fn output_adjoint(dy: [&[f32]; 4], m: [&mut [f32]; 16]) {
-        f3::output_adjoint(dy, m)
-    }
-    fn filter_adjoint(du: [&[f32]; 16], g: [&mut [f32]; 9], scale: f32) {
-        f3::filter_adjoint(du, g, scale)
-    }
-}
-
-/// F(2x2, 5x5) ([`super::winograd_transforms5`]).
-struct F5;
-
-impl Tiling<36, 25> for F5 {
-    const K: usize = 5;
-    /// The points ±2 map to ±1/2 under the reversal: no permutation.
-    fn rotated(_: usize) -> Option<usize> {
-        None
-    }
-    fn input(d: [&[f32]; 36], v: [&mut [f32]; 36]) {
-        f5::input(d, v)
-    }
-    fn filter(g: [&[f32]; 25], u: [&mut [f32]; 36]) {
-        f5::filter(g, u)
-    }
-    fn output(m: [&[f32]; 36], y: [&mut [f32]; 4]) {
-        f5::output(m, y)
-    }
-    fn output_adjoint(dy: [&[f32]; 4], m: [&mut [f32]; 36]) {
-        f5::output_adjoint(dy, m)
-    }
-    fn filter_adjoint(du: [&[f32]; 36], g: [&mut [f32]; 25], scale: f32) {
-        f5::filter_adjoint(du, g, scale)
-    }
 }
 
 /// The transform coordinates of `c`'s kernel.
