@@ -38,6 +38,7 @@ pub(crate) mod winograd;
 mod winograd_grid;
 #[cfg(test)]
 mod winograd_tests;
+mod winograd_tiling;
 mod winograd_transforms;
 mod winograd_transforms5;
 
