@@ -98,11 +98,33 @@ fn classes(k: usize) -> Task {
     Task::Classification { classes: k }
 }
 
+/// Whether the native tier's convolutions run as burn's do.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Paths {
+    /// `im2col` and a GEMM in both tiers.
+    Same,
+    /// Some native convolution by Winograd (`cnn::conv_path`).
+    Winograd,
+}
+
 /// Full-batch steps, then minibatch steps of Adam and of SGD with momentum
 /// and weight decay (with augmentation when the models have it), from the
 /// same parameters and streams: the same parameters after, running
 /// statistics included, and the same optimizer state.
-fn same_training(native: &dyn Model, burn: &dyn Model, n: usize, seed: u64) {
+///
+/// `paths` says whether the two tiers run the same convolution algorithm
+/// (`im2col` and a GEMM). Where the native tier runs Winograd, its gradients
+/// agree with burn's to rounding (about 1e-6 of the largest), and SGD's
+/// steps, linear in them, still agree to 1e-4; Adam's do not: a gradient
+/// that is exactly 0 by `im2col` (a filter tap that meets only padding and
+/// dead units in the batch) comes out of Winograd's transforms as rounding
+/// noise near Adam's `eps`, and Adam, dividing each coordinate's step by
+/// its own gradient's size, moves it by up to about `lr`. There Adam is held
+/// to its steps' bound (5 steps of at most about `2 lr`) and to the loss
+/// after training within 1%: at this test's shape the loss after 5 Adam
+/// steps is 2.2838 by burn and by the native tier on `im2col`, 2.2721 by the
+/// native tier on Winograd.
+fn same_training(native: &dyn Model, burn: &dyn Model, n: usize, seed: u64, paths: Paths) {
     let p = init(burn, seed);
     let d = burn.input_dim();
     let (x, y) = data(n, d, 3, seed);
@@ -143,6 +165,18 @@ fn same_training(native: &dyn Model, burn: &dyn Model, n: usize, seed: u64) {
         let (l1, w1, s1) = run(native);
         let (l2, w2, s2) = run(burn);
         close(l1, l2, 1e-5, "minibatch first loss");
+        if paths == Paths::Winograd && optimizer == MinibatchOptimizer::Adam {
+            let e = rel_diff(&w1, &w2);
+            assert!(e <= 10.0 * spec.lr, "Adam: parameters differ by {e}");
+            let after = |m: &dyn Model, w: &[f32]| m.loss(w, b, &mut Workspace::default());
+            close(
+                after(native, &w1),
+                after(burn, &w2),
+                1e-2,
+                "loss after Adam",
+            );
+            continue;
+        }
         let e = rel_diff(&w1, &w2);
         assert!(e < 1e-4, "{optimizer:?}: parameters differ by {e}");
         assert_eq!(s1.t, s2.t);
@@ -179,9 +213,9 @@ fn resnet_tiers(augment: bool) -> (Box<dyn Model>, Box<dyn Model>) {
 fn resnet9_tiers_agree_on_loss_gradient_evaluation_and_training() {
     let (native, burn) = resnet_tiers(false);
     same_loss_and_gradient(native.as_ref(), burn.as_ref(), 6, 1);
-    same_training(native.as_ref(), burn.as_ref(), 16, 2);
+    same_training(native.as_ref(), burn.as_ref(), 16, 2, Paths::Same);
     let (native, burn) = resnet_tiers(true);
-    same_training(native.as_ref(), burn.as_ref(), 16, 3);
+    same_training(native.as_ref(), burn.as_ref(), 16, 3, Paths::Same);
 }
 
 /// LEAF's FEMNIST CNN's shape (5x5, same padding), small, from
@@ -199,7 +233,7 @@ fn padded_cnn_tiers_agree_on_loss_gradient_evaluation_and_training() {
         .unwrap()
     });
     same_loss_and_gradient(native.as_ref(), burn.as_ref(), 5, 4);
-    same_training(native.as_ref(), burn.as_ref(), 16, 5);
+    same_training(native.as_ref(), burn.as_ref(), 16, 5, Paths::Winograd);
     let input = Input::images(image(9, 2), classes(3));
     let (native, burn) = both(|backend| {
         CnnConfig {

@@ -75,9 +75,10 @@ pub fn experiment(p: &Protocol) -> Experiment {
              {ifca} rounds in which each cluster trains only its last layer on the shared, \
              frozen trunk (the code's `fedavg_pretrain`, then `ifca --resume` with \
              `USE_PARTIAL_TRAINING`); global: the same at k = 1 (as the code runs it); one-shot: \
-             local models (100 steps), k-means on their weights, then FedAvg per cluster; local: \
-             each writer its own model. Test accuracy after the last round: each test client \
-             uses the model with the lowest loss on its data.",
+             local models (100 steps, every writer from one shared start), k-means on their \
+             weights, then FedAvg per cluster (the code clusters per-writer logistic \
+             regressions instead); local: each writer its own model. Test accuracy after the \
+             last round: each test client uses the model with the lowest loss on its data.",
             hidden = if p.quick { 8 } else { 2048 },
             share = if p.quick { "half" } else { "0.035 (6 of 173)" },
             ifca = ifca_rounds - pretrain,

@@ -143,8 +143,9 @@ pub fn experiment(p: &Protocol) -> Experiment {
              rounds, then linear to 0). The baselines' step size follows the code's triangle \
              over their rounds: warm-up {base_warmup} rounds, 0 from round {base_total} \
              (CFL: warm-up {cfl_warmup}, 0 at the end). \
-             Local-KMeans as the public code scores it: k-means on local models, the centroids \
-             untrained. Test accuracy: each training client's model on its rotation's test \
+             Local-KMeans: local models trained as the code's (ONE_SHOT's {one_shot} local \
+             iterations and triangle, each client from its own random start), k-means on their \
+             weights, the centroids scored untrained (the paper's number). Test accuracy: each training client's model on its rotation's test \
              images. Misclustering: each found cluster labelled by its majority (Definition 3.1), \
              over the training clients. Table 4: SR-FCA after ONE_SHOT and after each REFINE.",
             m = if p.quick { 4 } else { 32 },
@@ -166,7 +167,7 @@ pub fn experiment(p: &Protocol) -> Experiment {
                 .with_paper(paper(87.59, 0.42, Some(0.18))),
             Method::new(
                 "local-kmeans",
-                "Local-KMeans (its centroids, as the public code)",
+                "Local-KMeans (its centroids, untrained)",
                 KMEANS,
             )
             .with_overrides(&["rounds=1"])
@@ -264,5 +265,20 @@ mod tests {
                 assert!(warmup < total && total <= rounds, "{rounds} {cfl}");
             }
         }
+    }
+
+    /// Local-KMeans' local models are the code's `ClientTrainer`'s, as SR-FCA's
+    /// ONE_SHOT's: the same 2,400 steps, rate and optimizer with its triangle,
+    /// each client from its own random start.
+    #[test]
+    fn local_kmeans_trains_its_local_models_as_srfca_one_shot() {
+        let table = |config: ConfigFile| toml::from_str::<toml::Value>(config.text).unwrap();
+        let (kmeans, srfca) = (table(KMEANS), table(SRFCA));
+        let (kmeans, srfca) = (&kmeans["algorithm"], &srfca["algorithm"]);
+        assert_eq!(kmeans["erm_steps"], srfca["local_steps"]);
+        assert_eq!(kmeans["erm_lr"], srfca["local_lr"]);
+        assert_eq!(kmeans["optimizer"], srfca["local_optimizer"]);
+        assert_eq!(kmeans["erm_start"].as_str(), Some("own"));
+        assert_eq!(kmeans["erm_steps"].as_integer(), Some(2400));
     }
 }
