@@ -65,6 +65,8 @@ mod config;
 pub(crate) mod local_step;
 mod messages;
 mod redraw;
+mod replica;
+mod round_state;
 mod sequential;
 mod server;
 

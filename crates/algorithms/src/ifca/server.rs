@@ -1,77 +1,21 @@
 //! IFCA server half: broadcast, per-cluster aggregation, replica bookkeeping
-//! (Algorithm 2, lines 3-4 and 13-16).
+//! (Algorithm 2, lines 3-4 and 13-16). One replica's models and checks live in
+//! [`super::replica`], what a round gathers in [`super::round_state`].
 
 use std::sync::Arc;
 
-use fedcluster_core::params::{all_finite, axpy};
-use fedcluster_core::{
-    AlgoError, ClientId, Model, Purpose, ReplicaView, Rng, RoundCtx, ServerHalf, Snapshot, stream,
-};
+use fedcluster_core::{AlgoError, ClientId, Model, Rng, RoundCtx, ServerHalf, Snapshot};
 
 use super::config::Config;
 use super::messages::{Down, Up};
 use super::redraw::Redraws;
-use super::sequential::{ReplicaState, Sequential};
+use super::replica::{Replica, select_lowest_loss};
+use super::round_state::RoundState;
+use super::sequential::Sequential;
 use crate::common::aggregate::Aggregation;
-use crate::common::aggregate::{LossMeter, ModelSums};
 use crate::common::checked::{Checked, FieldError};
 use crate::common::init::start_from;
 use crate::common::sampling::participants;
-
-/// A replica whose training loss exceeds its first-round loss by this factor is
-/// declared diverged: gradient descent with a step size beyond the stability
-/// limit grows geometrically and never comes back.
-pub const DIVERGED_LOSS_GROWTH: f64 = 1e8;
-
-/// One independent IFCA run (a random restart).
-#[derive(Debug, serde::Serialize, serde::Deserialize)]
-struct Replica {
-    /// `k x p` cluster models.
-    models: Vec<f32>,
-    /// `k x p` momentum buffers (CFL-MGD), empty without momentum.
-    velocity: Vec<f32>,
-    /// Last known cluster of each client.
-    assignment: Vec<Option<usize>>,
-    /// Training loss reported in the last round.
-    train_loss: Option<f64>,
-    /// Training loss reported in the first round.
-    first_loss: Option<f64>,
-    /// Set when the replica diverged.
-    diverged: bool,
-    /// `pretrain_rounds`: the clusters' initial heads, `k x (p − trunk)`,
-    /// which they take back when pretraining ends (empty otherwise).
-    #[serde(default)]
-    initial_heads: Vec<f32>,
-}
-
-impl Replica {
-    /// What `clients = "sequential"` reads and changes.
-    fn state(&mut self) -> ReplicaState<'_> {
-        ReplicaState {
-            models: &mut self.models,
-            assignment: &mut self.assignment,
-            train_loss: &mut self.train_loss,
-        }
-    }
-}
-
-/// What the server gathers during a round, per active replica.
-#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
-struct RoundState {
-    /// First client whose reply for the replica was not finite.
-    failed: Vec<Option<ClientId>>,
-    /// Model averaging: running weighted sums of the received models.
-    sums: Vec<ModelSums>,
-    /// Weight sharing: running weighted sums of the shared layers of all models.
-    shared_sums: Vec<ModelSums>,
-    /// Momentum: running weighted sums of the clients' momentum buffers.
-    velocity_sums: Vec<ModelSums>,
-    /// The training loss.
-    loss: Vec<LossMeter>,
-    /// `min_share`: how many participants chose each cluster (empty when off).
-    #[serde(default)]
-    counts: Vec<Vec<usize>>,
-}
 
 /// The server half of IFCA.
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
@@ -114,43 +58,8 @@ impl IfcaServer {
     /// `(seed, Init, r)`.
     pub fn new(config: Checked<Config>, model: &dyn Model, num_clients: usize, seed: u64) -> Self {
         let p = model.num_params();
-        let k = config.clusters;
         let replicas = (0..config.replicas())
-            .map(|r| {
-                // Every step size starts from the same restarts.
-                let mut rng = stream(seed, Purpose::Init, (r % config.restarts) as u64, 0);
-                let mut models = vec![0.0; k * p];
-                for m in models.chunks_exact_mut(p) {
-                    config.init.fill(model, &mut rng, m);
-                }
-                if config.weight_sharing {
-                    share_first_model(&mut models, p, model.head_start());
-                }
-                let velocity = if config.momentum > 0.0 {
-                    vec![0.0; k * p]
-                } else {
-                    Vec::new()
-                };
-                let initial_heads = if config.pretrain_rounds > 0 {
-                    let trunk = model.head_start();
-                    models
-                        .chunks_exact(p)
-                        .flat_map(|m| &m[trunk..])
-                        .copied()
-                        .collect()
-                } else {
-                    Vec::new()
-                };
-                Replica {
-                    models,
-                    velocity,
-                    assignment: vec![None; num_clients],
-                    train_loss: None,
-                    first_loss: None,
-                    diverged: false,
-                    initial_heads,
-                }
-            })
+            .map(|r| Replica::draw(&config, model, num_clients, seed, r))
             .collect();
         let shared = if config.weight_sharing {
             model.head_start()
@@ -195,18 +104,7 @@ impl IfcaServer {
     fn end_pretraining(&mut self) {
         let (p, trunk) = (self.p, self.trunk);
         for replica in &mut self.replicas {
-            let pretrained = replica.models[..trunk].to_vec();
-            for (model, head) in replica
-                .models
-                .chunks_exact_mut(p)
-                .zip(replica.initial_heads.chunks_exact(p - trunk))
-            {
-                model[..trunk].copy_from_slice(&pretrained);
-                model[trunk..].copy_from_slice(head);
-            }
-            replica.velocity.fill(0.0);
-            replica.assignment.fill(None);
-            replica.first_loss = None;
+            replica.end_pretraining(p, trunk);
         }
         self.stable_for.fill(0);
     }
@@ -257,31 +155,9 @@ impl ServerHalf for IfcaServer {
         let chosen = participants(self.stable_for.len(), self.config.participation, rng);
         self.participants = chosen.len();
         let slots = self.active.len();
-        self.round.failed = vec![None; slots];
-        self.round.loss = vec![LossMeter::default(); slots];
-        if self.redraws.is_some() {
-            self.round.counts = vec![vec![0; self.config.clusters]; slots];
-        }
-        self.round.sums.resize_with(slots, ModelSums::default);
+        let counting = self.redraws.is_some();
         self.round
-            .shared_sums
-            .resize_with(slots, ModelSums::default);
-        self.round
-            .velocity_sums
-            .resize_with(slots, ModelSums::default);
-        if self.config.momentum > 0.0 {
-            for sums in &mut self.round.velocity_sums {
-                sums.reset(self.config.clusters, self.p);
-            }
-        }
-        if self.config.aggregation == Aggregation::Model {
-            for sums in &mut self.round.sums {
-                sums.reset(self.config.clusters, self.p);
-            }
-            for sums in &mut self.round.shared_sums {
-                sums.reset(1, self.shared);
-            }
-        }
+            .start(slots, &self.config, self.p, self.shared, counting);
         Ok(chosen
             .into_iter()
             .map(|id| {
@@ -341,14 +217,7 @@ impl ServerHalf for IfcaServer {
                 Aggregation::Gradient => {
                     let scale =
                         self.config.round_lr(r, ctx.round) / self.participants.max(1) as f32;
-                    // Shared layers step in model 0 (copied to the others at the end
-                    // of the round), heads in the chosen cluster's model.
-                    axpy(-scale, &payload[..sh], &mut replica.models[..sh]);
-                    axpy(
-                        -scale,
-                        &payload[sh..],
-                        &mut replica.models[c * p + sh..(c + 1) * p],
-                    );
+                    replica.step(c, payload, scale, p, sh);
                     // CFL-MGD option I: the payload is the client's momentum buffer.
                     if self.config.momentum > 0.0 {
                         round.velocity_sums[slot].add(c, payload, up.samples as f64);
@@ -356,14 +225,9 @@ impl ServerHalf for IfcaServer {
                 }
                 Aggregation::Model => {
                     let weight = self.config.weighting.weight(up.samples);
-                    round.sums[slot].add(c, payload, weight);
-                    if self.config.momentum > 0.0 {
-                        let v = &up.velocity[slot * p..(slot + 1) * p];
-                        round.velocity_sums[slot].add(c, v, weight);
-                    }
-                    if sh > 0 {
-                        round.shared_sums[slot].add(0, &payload[..sh], weight);
-                    }
+                    let velocity = (self.config.momentum > 0.0)
+                        .then(|| &up.velocity[slot * p..(slot + 1) * p]);
+                    round.add_model(slot, c, payload, velocity, weight, sh);
                 }
             }
             round.loss[slot].add(loss, up.samples);
@@ -391,48 +255,14 @@ impl ServerHalf for IfcaServer {
                 .and_then(|d| d.after_round(r, counts, self.participants));
             if let Some(models) = redraw {
                 // The round's update is dropped: the replica starts again.
-                replica.models = models;
-                if self.shared > 0 {
-                    share_first_model(&mut replica.models, self.p, self.shared);
-                }
-                replica.velocity.fill(0.0);
-                replica.train_loss = self.round.loss[slot].mean();
-                replica.first_loss = None;
+                let train_loss = self.round.loss[slot].mean();
+                replica.restart_from(models, self.p, self.shared, train_loss);
                 continue;
             }
-            if self.config.aggregation == Aggregation::Model {
-                self.round.sums[slot].finish(&mut replica.models);
-                if self.shared > 0 {
-                    self.round.shared_sums[slot].finish(&mut replica.models[..self.shared]);
-                }
-            }
-            if self.shared > 0 {
-                share_first_model(&mut replica.models, self.p, self.shared);
-            }
-            if self.config.momentum > 0.0 {
-                self.round.velocity_sums[slot].finish(&mut replica.velocity);
-            }
-            replica.train_loss = self.round.loss[slot].mean();
-            let first = *replica
-                .first_loss
-                .get_or_insert(replica.train_loss.unwrap_or(f64::NAN));
-            if replica
-                .train_loss
-                .is_some_and(|l| l > DIVERGED_LOSS_GROWTH * first)
-            {
-                replica.diverged = true;
-                last_failure = Some((
-                    None,
-                    format!(
-                        "replica {r}: training loss grew more than {DIVERGED_LOSS_GROWTH:e}-fold"
-                    ),
-                ));
-            } else if !all_finite(&replica.models) {
-                replica.diverged = true;
-                last_failure = Some((
-                    None,
-                    format!("replica {r}: non-finite cluster model after aggregation"),
-                ));
+            self.round
+                .fold_into(slot, replica, &self.config, self.p, self.shared);
+            if let Some(detail) = replica.check_after_round(self.round.loss[slot].mean()) {
+                last_failure = Some((None, format!("replica {r}: {detail}")));
             }
         }
         if ctx.round + 1 == self.config.pretrain_rounds {
@@ -450,45 +280,14 @@ impl ServerHalf for IfcaServer {
     }
 
     fn snapshot(&self) -> Snapshot<'_> {
-        let p = self.p;
         let replicas = self
             .replicas
             .iter()
-            .map(|r| ReplicaView {
-                models: r.models.chunks_exact(p).collect(),
-                assignment: &r.assignment,
-                train_loss: r.train_loss,
-                diverged: r.diverged,
-            })
+            .map(|r| r.view(self.p))
             .collect::<Vec<_>>();
         Snapshot {
             selected: select_lowest_loss(&replicas),
             replicas,
         }
     }
-}
-
-/// Copies the first `shared` parameters of model 0 into every other model of
-/// `models` (`k x p` values).
-fn share_first_model(models: &mut [f32], p: usize, shared: usize) {
-    let (first, rest) = models.split_at_mut(p);
-    for m in rest.chunks_exact_mut(p) {
-        m[..shared].copy_from_slice(&first[..shared]);
-    }
-}
-
-/// Index of the non-diverged replica with the lowest training loss (the first
-/// non-diverged one while no loss is known).
-pub(crate) fn select_lowest_loss(replicas: &[ReplicaView<'_>]) -> usize {
-    let mut best: Option<(usize, f64)> = None;
-    for (i, r) in replicas.iter().enumerate() {
-        if r.diverged {
-            continue;
-        }
-        let loss = r.train_loss.unwrap_or(f64::INFINITY);
-        if best.is_none_or(|(_, b)| loss < b) {
-            best = Some((i, loss));
-        }
-    }
-    best.map_or(0, |(i, _)| i)
 }

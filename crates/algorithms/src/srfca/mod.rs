@@ -56,9 +56,13 @@ mod clustering;
 mod config;
 mod messages;
 mod pivot;
+mod plan;
 mod resample;
 mod schedule;
 mod server;
+mod server_clustering;
+mod transitions;
+mod trimmed_mean_gd;
 
 pub use client::SrFcaClient;
 pub use clustering::{merge, merge_with, one_shot, one_shot_with, recluster, resolve_threshold};
