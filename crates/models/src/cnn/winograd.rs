@@ -162,6 +162,28 @@ fn rotate_filters(w: &[f32], k: usize, cin: usize, cout: usize, wr: &mut [f32]) 
     }
 }
 
+/// Each of the chunk's `count` tiles (from tile `first`) back from its `XI`
+/// product rows in `m` (`ch` values each) to its 2x2 outputs (`Aᵀ m A`,
+/// through the 4 rows of `y`), written into the grid's images `out`.
+fn untransform<T: Tiling<XI, TAPS>, const XI: usize, const TAPS: usize>(
+    grid: &Grid,
+    m: &[f32],
+    count: usize,
+    ch: usize,
+    first: usize,
+    y: &mut [f32],
+    out: &mut [f32],
+) {
+    for j in 0..count {
+        let mut rows4 = y.chunks_exact_mut(ch);
+        T::output(
+            rows(m, count, ch, j),
+            std::array::from_fn(|_| rows4.next().expect("4 rows")),
+        );
+        grid.scatter(&y[..4 * ch], ch, first + j, out);
+    }
+}
+
 /// `z` (`n · positions x cout`) = the convolution of the `n` images `x` by
 /// the filters `w` (`[cout, k, k, in_c]`), as [`super::conv::conv_forward`].
 pub(crate) fn forward(
@@ -207,14 +229,7 @@ fn forward_by<T: Tiling<XI, TAPS>, const XI: usize, const TAPS: usize>(
             let (vx, ux) = (mat(v, xi, count, cin), mat(u, xi, cout, cin).t());
             matmul(mat_mut(m, xi, count, cout), vx, ux, false, 1.0);
         }
-        for j in 0..count {
-            let mut out = y.chunks_exact_mut(cout);
-            T::output(
-                rows(m, count, cout, j),
-                std::array::from_fn(|_| out.next().expect("4 rows")),
-            );
-            grid.scatter(&y[..4 * cout], cout, first + j, z);
-        }
+        untransform::<T, XI, TAPS>(&grid, m, count, cout, first, y, z);
         first += count;
     }
 }
@@ -318,14 +333,7 @@ fn backward_by<T: Tiling<XI, TAPS>, const XI: usize, const TAPS: usize>(
             };
             matmul(mat_mut(v, xi, count, cin), vdx, filters, false, 1.0);
         }
-        for j in 0..count {
-            let mut out = y.chunks_exact_mut(cin);
-            T::output(
-                rows(v, count, cin, j),
-                std::array::from_fn(|_| out.next().expect("4 rows")),
-            );
-            grid.scatter(&y[..4 * cin], cin, first + j, dx);
-        }
+        untransform::<T, XI, TAPS>(&grid, v, count, cin, first, y, dx);
         first += count;
     }
 }
