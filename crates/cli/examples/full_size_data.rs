@@ -14,9 +14,10 @@
 
 use std::path::PathBuf;
 
-use fedcluster_data::Cifar;
-use fedcluster_data::cifar::{CifarRecords, SetForm, write_cifar_set};
-use fedcluster_data::leaf::{LeafSamples, SplitUser, write_leaf_dir};
+#[path = "../tests/fixtures/published_formats.rs"]
+mod published_formats;
+
+use published_formats::{write_cifar, write_femnist};
 
 /// Writers of the IFCA code's FEMNIST sample (its logs: 173).
 const WRITERS: usize = 173;
@@ -24,39 +25,16 @@ const WRITERS: usize = 173;
 const TRAIN: usize = 226;
 const TEST: usize = 25;
 
-/// `n` 28x28 images of writer `w`, pixel values in {0, 1/255, ..., 1}.
-fn images(n: usize, w: usize, base: usize) -> LeafSamples {
-    LeafSamples::Features {
-        dim: 784,
-        x: (0..n * 784)
-            .map(|p| ((p * 7 + w * 31 + base) % 256) as f32 / 255.0)
-            .collect(),
-        y: (0..n)
-            .map(|j| ((w * 11 + j * 5 + base) % 62) as u32)
-            .collect(),
-    }
-}
-
 fn main() -> anyhow::Result<()> {
     let dir: PathBuf = std::env::args_os()
         .nth(1)
         .map(PathBuf::from)
         .ok_or_else(|| anyhow::anyhow!("usage: full_size_data DIR"))?;
     let cifar = dir.join("cifar10");
-    std::fs::create_dir_all(&cifar)?;
-    let records = CifarRecords::synthetic_set(Cifar::Cifar10, 10_000);
-    let written = write_cifar_set(&cifar, Cifar::Cifar10, SetForm::Directory, &records)?;
-    println!("CIFAR-10: {}", written.display());
-    let users: Vec<SplitUser> = (0..WRITERS)
-        .map(|w| SplitUser {
-            id: format!("f{:04}_{:02}", w, w % 100),
-            hierarchy: None,
-            train: images(TRAIN, w, 0),
-            test: images(TEST, w, 1),
-        })
-        .collect();
+    write_cifar(&cifar, 10_000)?;
+    println!("CIFAR-10: {}", cifar.display());
     let femnist = dir.join("femnist");
-    write_leaf_dir(&femnist, "all_data_niid_05_keep_100", &users, &[])?;
+    write_femnist(&femnist, WRITERS, TRAIN, TEST)?;
     println!("FEMNIST: {}", femnist.display());
     Ok(())
 }

@@ -39,8 +39,8 @@ fn section<'a>(report: &'a str, heading: &str) -> &'a str {
 fn rotated_cifar_and_femnist_are_searched_tested_and_ranked_when_their_files_are_given() {
     let dir = common::scratch("clustered-benchmark-optional");
     let (cifar, femnist, out) = (dir.join("cifar"), dir.join("femnist"), dir.join("out"));
-    write_cifar(&cifar, 100);
-    write_femnist(&femnist, 9, 60, 4);
+    write_cifar(&cifar, 100).unwrap();
+    write_femnist(&femnist, 9, 60, 4).unwrap();
     let args = [
         "reproduce",
         "clustered-benchmark",

@@ -19,7 +19,7 @@ const CONFIG: &str = concat!(
 fn the_shipped_ifca_config_runs_on_leaf_files_the_same_on_one_and_two_threads() {
     let dir = common::scratch("femnist");
     let data = dir.join("femnist");
-    write_femnist(&data, 6, 20, 5);
+    write_femnist(&data, 6, 20, 5).unwrap();
     let mut outputs = Vec::new();
     for threads in ["1", "2"] {
         let out = dir.join(format!("run-{threads}"));

@@ -80,8 +80,8 @@ fn quick(name: &str) -> String {
     let dir = common::scratch(&format!("quick-{name}"));
     let files = dir.join("data");
     match data {
-        Data::Cifar => write_cifar(&files, 20),
-        Data::Femnist => write_femnist(&files, 8, 20, 5),
+        Data::Cifar => write_cifar(&files, 20).unwrap(),
+        Data::Femnist => write_femnist(&files, 8, 20, 5).unwrap(),
     }
     let out = dir.join("out");
     let args = [

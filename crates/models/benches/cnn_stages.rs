@@ -6,14 +6,8 @@
 //! stage's GFLOP/s where it has products and its share of the sum.
 
 use fedcluster_models::Cnn;
+use fedcluster_models::cnn::conv_timing::env_count as env;
 use fedcluster_models::cnn::step_timing::time_stages;
-
-fn env(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
 
 fn main() {
     let (n, reps) = (env("CNN_BATCH", 50), env("CNN_REPS", 9));

@@ -5,7 +5,7 @@
 //! row contains that text). The times are the best of the runs, in
 //! milliseconds; `chosen` is the path the networks' rule picks.
 
-use fedcluster_models::cnn::conv_timing::{Shape, time_paths};
+use fedcluster_models::cnn::conv_timing::{Shape, env_count as env, time_paths};
 
 /// ResNet9's convolutions at width 64 on 32x32x3 images (3x3, padding 1),
 /// then the CNNs' 5x5 ones: LEAF's FEMNIST CNN (28x28x1, same padding),
@@ -25,13 +25,6 @@ const SHAPES: [(usize, usize, usize, usize, usize); 12] = [
     (24, 3, 64, 5, 2),
     (12, 64, 64, 5, 2),
 ];
-
-fn env(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
 
 fn main() {
     let (n, reps) = (env("CONV_BATCH", 50), env("CONV_REPS", 5));

@@ -44,6 +44,15 @@ pub(crate) fn values(len: usize, salt: u64) -> Vec<f32> {
         .collect()
 }
 
+/// The value of environment variable `name` as a count, else `default`
+/// (the timing benches' batch and run counts).
+pub fn env_count(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
 /// The best of `reps` runs of `f`, in milliseconds, after one warm-up run.
 pub(crate) fn best(reps: usize, mut f: impl FnMut()) -> f64 {
     f();
