@@ -6,7 +6,9 @@
 //! data and model into the [`fedcluster_core::train::MinibatchSpec`] fields
 //! `schedule` and `decay`.
 
+use std::collections::BTreeMap;
 use std::ops::Range;
+use std::sync::Mutex;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
@@ -54,19 +56,32 @@ impl Schedule {
 }
 
 /// The names of the tensors a weight decay applies to, as the model names
-/// them ([`Model::tensors`]). The names live for the whole process (a config
-/// names a few, once), so that the optimizer stays a `Copy` value.
+/// them ([`Model::tensors`]). The names live for the whole process, so that
+/// the optimizer stays a `Copy` value: each distinct list is kept once
+/// ([`LayerNames::new`] interns it), so deserializing the same config again
+/// (every client half of a resumed run, every joining client) keeps nothing
+/// more.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct LayerNames(&'static [&'static str]);
 
 impl LayerNames {
-    /// The names given (interned for the process' life).
+    /// The names given, interned: the list of an earlier call with the same
+    /// names, else a new one kept for the process' life.
     pub fn new(names: Vec<String>) -> Self {
-        let names: Vec<&'static str> = names
-            .into_iter()
-            .map(|n| &*Box::leak(n.into_boxed_str()))
+        static INTERNED: Mutex<BTreeMap<Vec<String>, &'static [&'static str]>> =
+            Mutex::new(BTreeMap::new());
+        // A panic elsewhere while holding the lock leaves the map whole.
+        let mut interned = INTERNED.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(&list) = interned.get(&names) {
+            return Self(list);
+        }
+        let list: Vec<&'static str> = names
+            .iter()
+            .map(|n| &*Box::leak(n.clone().into_boxed_str()))
             .collect();
-        Self(Box::leak(names.into_boxed_slice()))
+        let list: &'static [&'static str] = Box::leak(list.into_boxed_slice());
+        interned.insert(names, list);
+        Self(list)
     }
 
     /// The names, in the order configured.
@@ -137,6 +152,26 @@ fn check_value(value: &toml::Value, path: &str, model: &dyn Model) -> Result<(),
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_same_names_are_kept_once() {
+        let names = || vec!["fc1.weight".to_string(), "fc2.weight".to_string()];
+        let first = LayerNames::new(names());
+        #[derive(Deserialize)]
+        struct Config {
+            decay_layers: LayerNames,
+        }
+        let config = r#"decay_layers = ["fc1.weight", "fc2.weight"]"#;
+        let again = toml::from_str::<Config>(config).unwrap().decay_layers;
+        assert_eq!(first.names(), ["fc1.weight", "fc2.weight"]);
+        assert!(
+            std::ptr::eq(first.names(), again.names()),
+            "a second list with the same names is the first one"
+        );
+        let other = LayerNames::new(vec!["fc2.weight".into(), "fc1.weight".into()]);
+        assert_eq!(other.names(), ["fc2.weight", "fc1.weight"], "order kept");
+        assert!(!std::ptr::eq(first.names(), other.names()));
+    }
 
     #[test]
     fn an_epoch_is_the_clients_points_over_the_batch_size() {
