@@ -47,6 +47,15 @@ pub trait Algorithm: 'static {
     /// The client half: it needs the config only, so a networked client never
     /// builds a server.
     fn client(config: &Checked<Self::Config>) -> Self::Client;
+
+    /// Model-sized vectors a run of this algorithm holds per client at its
+    /// peak besides the cluster models and the optimizer moments (a client's
+    /// own model kept between rounds, the server's copy of it): a term of the
+    /// memory estimate (`run::memory`), measured for each algorithm that
+    /// declares one (`cli/tests/memory.rs`).
+    fn models_per_client(_config: &Self::Config) -> usize {
+        0
+    }
 }
 
 /// Everything a server half may be built from besides its config.

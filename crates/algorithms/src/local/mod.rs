@@ -37,6 +37,13 @@ impl Algorithm for Local {
             .with_optimizer(config.optimizer)
             .with_round_schedule(config.round_schedule)
     }
+
+    /// Each client's own model, the server's copy, and the copies the end of
+    /// the run makes (its evaluation and the saved models): 5.2 models a
+    /// client measured on 2,004-byte models, 4.5 on 4,004-byte ones.
+    fn models_per_client(_config: &Config) -> usize {
+        5
+    }
 }
 
 #[cfg(test)]

@@ -141,8 +141,8 @@ pub fn estimate(config: &RunConfig, data: &DataView<'_>, model: &dyn Model) -> E
         shape.clusters, shape.replicas
     );
     estimate.add(what, models * 4 * MODEL_COPIES);
-    let half = config.algorithm.visit(HalfBytes).unwrap_or(0) as u128;
-    let per_client = half + shape.moments * params * 4;
+    let (half, models) = config.algorithm.visit(PerClient).unwrap_or((0, 0));
+    let per_client = half as u128 + (shape.moments + models as u128) * params * 4;
     let what = format!("per-client state, {} clients x {per_client} bytes", train.0);
     estimate.add(what, train.0 * per_client);
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -169,7 +169,10 @@ pub fn joined(config: &RunConfig, own: &Own, model: &dyn Model) -> Estimate {
     estimate.data("own training", clients, all * per_point, true);
     let params = model.num_params() as u128;
     let shape = Shape::of(config);
-    let half = config.algorithm.visit(HalfBytes).unwrap_or(0) as u128;
+    let half = config
+        .algorithm
+        .visit(PerClient)
+        .map_or(0, |(half, _)| half) as u128;
     let messages = (shape.clusters * shape.replicas + 1) * params * 4;
     let workspace = workspace_bytes(most * per_point, params, shape.replicas);
     let per_client = half + shape.moments * params * 4 + messages + workspace;
@@ -192,13 +195,18 @@ fn workspace_bytes(largest_client_values: u128, params: u128, replicas: u128) ->
     2 * 4 * largest_client_values + 4 * 4 * params * replicas
 }
 
-/// The size of an algorithm's client half as it is stored per client.
-struct HalfBytes;
+/// The size of an algorithm's client half as it is stored per client, and
+/// the model-sized vectors its run holds per client
+/// ([`Algorithm::models_per_client`]).
+struct PerClient;
 
-impl Visit for HalfBytes {
-    type Output = usize;
-    fn visit<A: Algorithm>(self, _: Checked<A::Config>) -> usize {
-        std::mem::size_of::<A::Client>()
+impl Visit for PerClient {
+    type Output = (usize, usize);
+    fn visit<A: Algorithm>(self, config: Checked<A::Config>) -> (usize, usize) {
+        (
+            std::mem::size_of::<A::Client>(),
+            A::models_per_client(&config),
+        )
     }
 }
 
