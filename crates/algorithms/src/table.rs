@@ -56,6 +56,15 @@ pub trait Algorithm: 'static {
     fn models_per_client(_config: &Self::Config) -> usize {
         0
     }
+
+    /// Bytes the server holds at once per ordered pair of clients at its
+    /// peak (pairwise distance or similarity matrices and the clustering built
+    /// on them): a term of the memory estimate that grows with the square of
+    /// the clients, measured for each algorithm that declares one
+    /// (`cli/tests/memory.rs`).
+    fn bytes_per_client_pair(_config: &Self::Config) -> usize {
+        0
+    }
 }
 
 /// Everything a server half may be built from besides its config.

@@ -62,6 +62,19 @@ impl Algorithm for Cfl {
             .with_optimizer(config.optimizer)
             .with_round_schedule(config.round_schedule)
     }
+
+    /// The server's last update of every client (0.9 models a client
+    /// measured at 80,004-byte models).
+    fn models_per_client(_config: &Config) -> usize {
+        1
+    }
+
+    /// A split's cosine similarities and the bipartition's linkage table
+    /// (`f64` each, over the members of the cluster it splits): 16 bytes a
+    /// pair.
+    fn bytes_per_client_pair(_config: &Config) -> usize {
+        16
+    }
 }
 
 #[cfg(test)]

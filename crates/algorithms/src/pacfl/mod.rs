@@ -81,6 +81,12 @@ impl Algorithm for Pacfl {
     fn client(config: &Checked<Config>) -> PacflClient {
         PacflClient::new(config)
     }
+
+    /// The principal-angle proximities and the agglomerative clustering on
+    /// them: 17 bytes a pair measured (1,000 to 3,000 clients).
+    fn bytes_per_client_pair(_config: &Config) -> usize {
+        17
+    }
 }
 
 #[cfg(test)]

@@ -8,9 +8,12 @@
 //! the algorithm's halves, the transport and the server are built. The terms
 //! (docs/run-directory.md, "Memory"): the data held; the cluster models (k x
 //! parameters x replicas, with the server's working copies); the state every
-//! client half keeps between rounds (its size, plus optimizer moments); the
-//! per-client bookkeeping of the run (sizes, labels, assignment, replies,
-//! records); and the per-thread workspaces. The per-client constants are
+//! client half keeps between rounds (its size, plus optimizer moments), with
+//! the model-sized vectors the algorithm holds per client; what the server
+//! holds per pair of clients (the pairwise distances of SR-FCA, CFL, FL+HC
+//! and PACFL, growing with the square of the clients); the per-client
+//! bookkeeping of the run (sizes, labels, assignment, replies, records); and
+//! the per-thread workspaces. The per-client constants are
 //! calibrated against the measured peak (`cli/tests/memory.rs`). A joining
 //! process is checked with [`declared_data`] (it may build the data set to
 //! take its own clients from it) and then [`joined`], its own clients alone.
@@ -141,10 +144,15 @@ pub fn estimate(config: &RunConfig, data: &DataView<'_>, model: &dyn Model) -> E
         shape.clusters, shape.replicas
     );
     estimate.add(what, models * 4 * MODEL_COPIES);
-    let (half, models) = config.algorithm.visit(PerClient).unwrap_or((0, 0));
-    let per_client = half as u128 + (shape.moments + models as u128) * params * 4;
+    let held = config.algorithm.visit(PerClient).unwrap_or_default();
+    let per_client = held.half as u128 + (shape.moments + held.models as u128) * params * 4;
     let what = format!("per-client state, {} clients x {per_client} bytes", train.0);
     estimate.add(what, train.0 * per_client);
+    if held.pair_bytes > 0 {
+        let pair = held.pair_bytes as u128;
+        let what = format!("pairwise, {0} x {0} clients x {pair} bytes", train.0);
+        estimate.add(what, train.0 * train.0 * pair);
+    }
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let threads = if config.threads == 0 {
         cores
@@ -172,7 +180,7 @@ pub fn joined(config: &RunConfig, own: &Own, model: &dyn Model) -> Estimate {
     let half = config
         .algorithm
         .visit(PerClient)
-        .map_or(0, |(half, _)| half) as u128;
+        .map_or(0, |held| held.half) as u128;
     let messages = (shape.clusters * shape.replicas + 1) * params * 4;
     let workspace = workspace_bytes(most * per_point, params, shape.replicas);
     let per_client = half + shape.moments * params * 4 + messages + workspace;
@@ -195,18 +203,29 @@ fn workspace_bytes(largest_client_values: u128, params: u128, replicas: u128) ->
     2 * 4 * largest_client_values + 4 * 4 * params * replicas
 }
 
-/// The size of an algorithm's client half as it is stored per client, and
-/// the model-sized vectors its run holds per client
-/// ([`Algorithm::models_per_client`]).
+/// What an algorithm holds per client and per pair of clients besides the
+/// cluster models: the size of its client half as stored per client, the
+/// model-sized vectors its run holds per client
+/// ([`Algorithm::models_per_client`]) and the bytes its server holds per
+/// ordered pair of clients ([`Algorithm::bytes_per_client_pair`]).
+#[derive(Default)]
+struct Held {
+    half: usize,
+    models: usize,
+    pair_bytes: usize,
+}
+
+/// Reads [`Held`] off an algorithm's type and config.
 struct PerClient;
 
 impl Visit for PerClient {
-    type Output = (usize, usize);
-    fn visit<A: Algorithm>(self, config: Checked<A::Config>) -> (usize, usize) {
-        (
-            std::mem::size_of::<A::Client>(),
-            A::models_per_client(&config),
-        )
+    type Output = Held;
+    fn visit<A: Algorithm>(self, config: Checked<A::Config>) -> Held {
+        Held {
+            half: std::mem::size_of::<A::Client>(),
+            models: A::models_per_client(&config),
+            pair_bytes: A::bytes_per_client_pair(&config),
+        }
     }
 }
 
