@@ -3,7 +3,7 @@
 
 use fedcluster_core::{AlgoError, ClientEnv, ClientHalf, RoundCtx};
 
-use super::config::Config;
+use super::config::{Config, LossScale};
 use super::messages::{Down, Up};
 use super::resample::DataSplit;
 use super::schedule::RefineLr;
@@ -20,6 +20,9 @@ pub struct SrFcaClient {
     lr: f32,
     optimizer: Optimizer,
     trainer: LocalTrainer,
+    /// The scale its reported losses are on.
+    #[serde(default)]
+    loss_scale: LossScale,
     /// With `resample`: the block of its data each round uses.
     #[serde(default)]
     split: Option<DataSplit>,
@@ -42,6 +45,7 @@ impl SrFcaClient {
             lr: config.lr,
             optimizer: config.optimizer,
             trainer: LocalTrainer::new(config.optimizer),
+            loss_scale: config.loss_scale,
             split: DataSplit::new(config),
             refine_lr: RefineLr::new(config),
             kept: None,
@@ -135,11 +139,11 @@ impl SrFcaClient {
             Down::Evaluate { models, p } => {
                 let mut losses = vec![0.0f64; models.len() / (*p).max(1)];
                 env.model.losses(models, env.data, &mut losses, env.ws);
+                let factor = self.loss_scale.factor(samples);
                 // A model that overflows on this client's data is infinitely far.
                 losses
                     .iter_mut()
-                    .filter(|l| !l.is_finite())
-                    .for_each(|l| *l = f64::MAX);
+                    .for_each(|l| *l = if l.is_finite() { *l * factor } else { f64::MAX });
                 Up::Losses(losses)
             }
             Down::Ifca {

@@ -34,6 +34,47 @@ pub enum Threshold {
     },
 }
 
+/// The scale of the cross-cluster loss's terms, which an absolute `λ` is
+/// read on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields, tag = "kind")]
+pub enum LossScale {
+    /// Definition 5.1's: each client's mean loss, and a cluster's loss the
+    /// sample-weighted mean over its members (the loss on their pooled data).
+    #[default]
+    Mean,
+    /// The public code's (`src/utils.py`: `compute_metric`, `compute_dist`):
+    /// a client's loss is the sum of its minibatch means over its samples,
+    /// the minibatches of `batch` drawn by a shuffled loader, here its
+    /// expectation over the shuffle, `mean x ceil(n / batch) / n`; a
+    /// cluster's loss is the unweighted mean over its members.
+    BatchSums {
+        /// The code's training-loader batch size (`batch.train`).
+        batch: usize,
+    },
+}
+
+impl LossScale {
+    /// The factor of a client's mean loss over its `samples`.
+    pub fn factor(self, samples: usize) -> f64 {
+        match self {
+            LossScale::Mean => 1.0,
+            LossScale::BatchSums { batch } if samples > 0 => {
+                samples.div_ceil(batch.max(1)) as f64 / samples as f64
+            }
+            LossScale::BatchSums { .. } => 1.0,
+        }
+    }
+
+    /// The weight of a member with `samples` in a cluster's loss.
+    pub fn weight(self, samples: usize) -> f64 {
+        match self {
+            LossScale::Mean => samples as f64,
+            LossScale::BatchSums { .. } => 1.0,
+        }
+    }
+}
+
 /// How ONE_SHOT and MERGE cut their threshold graph into clusters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -92,6 +133,10 @@ pub struct Config {
     /// ℓ2 or cross-cluster loss.
     #[serde(default)]
     pub distance: Distance,
+    /// The cross-cluster loss's scale: Definition 5.1's mean (default) or
+    /// the public code's sums of minibatch means.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub loss_scale: LossScale,
     /// ONE_SHOT: full-batch gradient steps of each client's local model.
     #[serde(default = "default_local_steps")]
     pub local_steps: usize,
@@ -248,6 +293,15 @@ impl Validate for Config {
             }
         }
         at_least_one("min_size", self.min_size)?;
+        if let LossScale::BatchSums { batch } = self.loss_scale {
+            at_least_one("loss_scale.batch", batch)?;
+            if self.distance != Distance::CrossLoss {
+                return Err(FieldError::new(
+                    "loss_scale",
+                    "scales the cross-cluster loss: it needs distance = \"cross-loss\"",
+                ));
+            }
+        }
         at_least_one("local_steps", self.local_steps)?;
         at_least_one("local_rounds", self.local_rounds)?;
         if self.local_rounds > self.local_steps {

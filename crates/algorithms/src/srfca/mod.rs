@@ -14,7 +14,10 @@
 //!    model after the last (later rounds shift by `N - 1`).
 //! 2. Cross-loss distance only, round 1: every client scores every local model
 //!    on its data, `f_j(w_i)`; `dist(i, j) = ½(f_i(w_j) + f_j(w_i))`
-//!    (Definition 5.1). With ℓ2 the server uses `‖w_i − w_j‖` directly.
+//!    (Definition 5.1). With ℓ2 the server uses `‖w_i − w_j‖` directly. With
+//!    `loss_scale = { kind = "batch-sums", batch = B }` each `f_j` is on the
+//!    public code's scale (the mean loss x `ceil(n_j / B) / n_j`) and a
+//!    cluster's loss in steps 4(c)-(d) the unweighted mean over its members.
 //! 3. The server resolves `λ` (a value or a quantile of the pairwise
 //!    distances), links clients at distance `<= λ` and keeps the connected
 //!    components (with `clustering = "correlation"`, the pivot algorithm's
@@ -66,7 +69,9 @@ mod trimmed_mean_gd;
 
 pub use client::SrFcaClient;
 pub use clustering::{merge, merge_with, one_shot, one_shot_with, recluster, resolve_threshold};
-pub use config::{AfterOneShot, Clustering, Config, Distance, RefineSchedule, Threshold};
+pub use config::{
+    AfterOneShot, Clustering, Config, Distance, LossScale, RefineSchedule, Threshold,
+};
 pub use messages::{Down, Up};
 pub use pivot::{Cut, pivot_clusters};
 pub use resample::DataSplit;
@@ -113,6 +118,8 @@ impl Algorithm for SrFca {
 
 #[cfg(test)]
 mod local_rounds_tests;
+#[cfg(test)]
+mod loss_scale_tests;
 #[cfg(test)]
 mod option_tests;
 #[cfg(test)]

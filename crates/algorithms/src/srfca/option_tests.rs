@@ -70,7 +70,12 @@ fn the_server_resamples_on_the_schedule_the_clients_derive() {
 }
 
 /// The loss of the zero model that a client reports at `round`.
-fn loss_at(client: &mut SrFcaClient, round: usize, data: Batch<'_>, model: &dyn Model) -> f64 {
+pub(super) fn loss_at(
+    client: &mut SrFcaClient,
+    round: usize,
+    data: Batch<'_>,
+    model: &dyn Model,
+) -> f64 {
     let mut ws = Workspace::default();
     let mut env = ClientEnv {
         id: 0,

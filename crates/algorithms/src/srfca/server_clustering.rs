@@ -12,11 +12,12 @@ use super::pivot::Cut;
 use super::server::SrFcaServer;
 
 impl SrFcaServer {
-    /// Sample-weighted mean over `clients` of `loss(j)`.
+    /// Mean over `clients` of `loss(j)`, weighted by their samples (or
+    /// unweighted, on the public code's `loss_scale`).
     fn weighted(&self, clients: &[usize], loss: impl Fn(usize) -> f64) -> f64 {
         let (mut sum, mut n) = (0.0, 0.0);
         for &j in clients {
-            let w = self.samples[j] as f64;
+            let w = self.config.loss_scale.weight(self.samples[j]);
             sum += w * loss(j);
             n += w;
         }

@@ -35,6 +35,7 @@ pub(super) fn config(distance: Distance, threshold: Threshold) -> Config {
         threshold,
         min_size: 2,
         distance,
+        loss_scale: LossScale::Mean,
         local_steps: 200,
         local_lr: 0.05,
         local_rounds: 1,

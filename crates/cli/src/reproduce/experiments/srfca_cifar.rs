@@ -136,8 +136,9 @@ pub fn experiment(p: &Protocol) -> Experiment {
              Every method trains with SGD (lr 0.5, momentum 0.9, weight decay 5e-4, a new \
              optimizer at each local training, minibatches of 100), {rounds} rounds of 5 local \
              iterations on half the clients (CFL: 16 members of each cluster). SR-FCA: ONE_SHOT \
-             trains {one_shot} local iterations per client, cross-cluster-loss distance, λ = 0.5, \
-             t = 2, then {REFINE_STEPS} REFINE steps of {refine_rounds} rounds of 5 local \
+             trains {one_shot} local iterations per client, cross-cluster-loss distance on the code's \
+             loss scale (each client's loss the sum of its minibatch means of 100 over its \
+             images), λ = 0.0186 (`cifar_run.py`), t = 2, then {REFINE_STEPS} REFINE steps of {refine_rounds} rounds of 5 local \
              iterations with the trimmed mean (β = 0.2) on half of each cluster's members, \
              the step size over each REFINE's rounds the code's triangle (warm-up {warmup} \
              rounds, then linear to 0). The baselines' step size follows the code's triangle \

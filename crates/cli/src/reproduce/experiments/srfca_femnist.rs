@@ -124,7 +124,9 @@ pub fn experiment(p: &Protocol) -> Experiment {
              IFCA and FedSoft {rounds} rounds of 5 local iterations on a sampled {share} of the \
              writers; Local {rounds} x 5 iterations per writer; CFL {rounds} rounds of 5 on 10 \
              members of each cluster (ε₁ = 0.194, ε₂ = 0.531). SR-FCA: ONE_SHOT trains 1,000 \
-             local iterations per writer, cross-cluster-loss distance, λ = 0.54, t = 2, one \
+             local iterations per writer, cross-cluster-loss distance on the code's loss scale \
+             (each writer's loss the sum of its minibatch means of 100 over its samples, a \
+             cluster's the unweighted mean of its members), λ = 0.54, t = 2, one \
              REFINE of {refine_rounds} rounds of 5 local iterations with the trimmed mean (β = \
              0.209) on 10 members of each cluster a round. ONE_SHOT-IFCA: ONE_SHOT with \
              {one_shot_lambda}, then IFCA for {rounds} rounds of 5 \
