@@ -117,6 +117,26 @@ fn quotes() -> Vec<Quote> {
                 "global",
             )
         },
+        Quote {
+            with_std: false,
+            ..accuracy(
+                DOCS,
+                "| FedSoft, K = 2 | 14.62 |",
+                "srfca-shakespeare",
+                "shakespeare",
+                "fedsoft-k2",
+            )
+        },
+        Quote {
+            with_std: false,
+            ..accuracy(
+                DOCS,
+                "ends at\n45.90, within a point",
+                "srfca-shakespeare",
+                "shakespeare",
+                "ifca-k2-chained",
+            )
+        },
     ];
     // The issue-45 rows: IFCA at CFL-MGD's effective step, SR-FCA like for like.
     let step_note =
