@@ -4,7 +4,7 @@
 use fedcluster_core::{Batch, ServerHalf, Targets};
 use fedcluster_models::LinearRegression;
 
-use super::option_tests::loss_at;
+use super::option_tests::{loss_at, numbered_rows};
 use super::tests::{config, data, drive};
 use super::*;
 
@@ -13,8 +13,7 @@ fn a_client_reports_its_loss_on_the_code_scale() {
     // 12 rows in minibatches of 5: ceil(12 / 5) = 3 minibatch means, each
     // the mean loss in expectation over the shuffle, summed over 12 samples.
     let model = LinearRegression::new(1).unwrap();
-    let x = vec![1.0f32; 12];
-    let y: Vec<f32> = (0..12).map(|i| i as f32).collect();
+    let (x, y) = numbered_rows();
     let data = Batch::new(&x, Targets::Real(&y), 1).unwrap();
     let mut c = config(Distance::CrossLoss, Threshold::Quantile { value: 0.2 });
     let mean = loss_at(&mut SrFcaClient::new(&c), 0, data, &model);

@@ -100,13 +100,16 @@ pub(super) fn loss_at(
     }
 }
 
+/// 12 rows of one feature 1.0 whose targets, 0 to 11, tell the rows apart.
+pub(super) fn numbered_rows() -> (Vec<f32>, Vec<f32>) {
+    (vec![1.0; 12], (0..12).map(|i| i as f32).collect())
+}
+
 #[test]
 fn each_refine_step_scores_on_its_own_block_of_rows() {
-    // 12 rows whose targets tell the rows apart: a block's zero-model loss is
-    // that of its rows alone.
+    // A block's zero-model loss is that of its rows alone.
     let model = LinearRegression::new(1).unwrap();
-    let x = vec![1.0f32; 12];
-    let y: Vec<f32> = (0..12).map(|i| i as f32).collect();
+    let (x, y) = numbered_rows();
     let data = Batch::new(&x, Targets::Real(&y), 1).unwrap();
     let on = |rows: std::ops::Range<usize>| {
         model.loss(
