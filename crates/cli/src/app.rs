@@ -91,9 +91,16 @@ enum Command {
         /// (the same config, --set values and --out).
         #[arg(long, requires = "out")]
         resume: bool,
-        /// Checkpoint every N rounds (0: every 60 s, and after the last round).
+        /// Checkpoint every N rounds (0: every 60 s, and after the last round;
+        /// then a round that follows one of 60 s or more is checkpointed
+        /// between its clients too).
         #[arg(long, value_name = "N", default_value_t = 0)]
         checkpoint_every: usize,
+        /// Also checkpoint every round after each client (one client at a
+        /// time), so a killed run redoes no client's work; each checkpoint
+        /// writes the whole state.
+        #[arg(long)]
+        checkpoint_within_rounds: bool,
         /// No progress bar.
         #[arg(long, short)]
         quiet: bool,
@@ -155,6 +162,7 @@ impl Command {
                 overwrite,
                 resume,
                 checkpoint_every,
+                checkpoint_within_rounds,
                 quiet,
                 max_memory,
             } => {
@@ -165,6 +173,7 @@ impl Command {
                     overwrite,
                     resume,
                     checkpoint_every,
+                    checkpoint_within_rounds,
                     quiet,
                     max_memory,
                 };

@@ -8,7 +8,7 @@ use anyhow::Result;
 
 use crate::progress::RoundProgress;
 use crate::table::{metric, render};
-use fedcluster_run::checkpoint::{CHECKPOINT_FILE, Policy};
+use fedcluster_run::checkpoint::{CHECKPOINT_FILE, Policy, WithinRounds};
 use fedcluster_run::config::{DEFAULT_CONFIG, RunConfig};
 use fedcluster_run::experiment::{Control, build_data_set, build_model, execute_controlled};
 use fedcluster_run::memory;
@@ -22,6 +22,8 @@ pub struct Output {
     pub resume: bool,
     /// Checkpoint every N rounds (0: every 60 s).
     pub checkpoint_every: usize,
+    /// Checkpoint after each client of every round too.
+    pub checkpoint_within_rounds: bool,
     /// No progress bar.
     pub quiet: bool,
     /// `--max-memory`: the memory the run may take (default: the machine's).
@@ -63,6 +65,11 @@ pub fn run(
         every_rounds: output.checkpoint_every,
         every: Duration::from_secs(60),
         resume: output.resume,
+        within_rounds: match (output.checkpoint_within_rounds, output.checkpoint_every) {
+            (true, _) => WithinRounds::EveryClient,
+            (false, 0) => WithinRounds::LongRounds,
+            (false, _) => WithinRounds::Never,
+        },
     };
     if output.resume && std::fs::symlink_metadata(&checkpoint.path).is_err() {
         eprintln!(

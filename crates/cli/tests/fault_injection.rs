@@ -1,5 +1,5 @@
 //! Fault injection on every kind of state file fedcluster writes and later
-//! trusts: a run's `checkpoint.bin`, a coordinator's round files, the
+//! trusts: a run's `checkpoint.bin` and `checkpoint.part.bin`, a coordinator's round files, the
 //! finished runs of a reproduction and the data sets `fedcluster data` writes. Each file is damaged every way
 //! (single-bit flips at seeded positions, cut short at several lengths, two
 //! files swapped, replaced by a FIFO or a directory), the run is resumed, and
@@ -31,23 +31,38 @@ const IFCA_ADAM: &str = "name = \"ifca\"\nclusters = 2\nlr = 0.01\naggregation =
 /// `DIR.partial` of a run of `args` killed once its checkpoint has been
 /// written a few times, copied to `snapshot`.
 fn killed_run(dir: &Path, args: &[&str], out: &str, snapshot: &str) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_fedcluster"))
-        .args(args)
-        .current_dir(dir)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let checkpoint = dir.join(format!("{out}.partial/checkpoint.bin"));
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !checkpoint.exists() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(1));
+    killed_once(dir, args, out, "checkpoint.bin", snapshot);
+}
+
+/// `DIR.partial` of a run of `args` killed once `file` has been written in
+/// it a few times, copied to `snapshot`. A run killed when `file` is not
+/// there (a part file between a round's start and its first part) is run
+/// again from scratch, up to 20 times.
+fn killed_once(dir: &Path, args: &[&str], out: &str, file: &str, snapshot: &str) {
+    let partial = dir.join(format!("{out}.partial"));
+    let checkpoint = partial.join(file);
+    for _ in 0..20 {
+        let _ = std::fs::remove_dir_all(&partial);
+        let mut child = Command::new(env!("CARGO_BIN_EXE_fedcluster"))
+            .args(args)
+            .current_dir(dir)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !checkpoint.exists() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+        let _ = child.kill();
+        let _ = child.wait();
+        if checkpoint.exists() {
+            copy_dir(&partial, &dir.join(snapshot));
+            return;
+        }
     }
-    std::thread::sleep(Duration::from_millis(100));
-    let _ = child.kill();
-    let _ = child.wait();
-    assert!(checkpoint.exists(), "no checkpoint written");
-    copy_dir(&dir.join(format!("{out}.partial")), &dir.join(snapshot));
+    panic!("no {file} written");
 }
 
 #[test]
@@ -100,6 +115,58 @@ fn a_damaged_run_checkpoint_is_refused_or_resumes_to_the_same_result() {
         let _ = std::fs::remove_dir_all(&partial);
     }
     counts.report("run checkpoint.bin");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The part file of a round interrupted between its clients
+/// (`--checkpoint-within-rounds`), damaged every way: refused naming it, or
+/// (another run's, swapped in: its identity names another config) set
+/// aside, the round run again from its start to the same result.
+#[test]
+fn a_damaged_part_file_is_refused_or_resumes_to_the_same_result() {
+    let dir = scratch("fault-part");
+    std::fs::write(dir.join("cfg.toml"), small(IFCA_ADAM, 1000)).unwrap();
+    let full = fedcluster(&["run", "cfg.toml", "-q", "--out", "full"], &dir);
+    assert!(full.status.success());
+    let base = [
+        "run",
+        "cfg.toml",
+        "-q",
+        "--checkpoint-within-rounds",
+        "--out",
+    ];
+    let args = |out: &'static str| -> Vec<&str> { base.iter().copied().chain([out]).collect() };
+    let part = "checkpoint.part.bin";
+    killed_once(&dir, &args("a"), "a", part, "snap");
+    let mut other = args("b");
+    other.extend(["--set", "seed=8"]);
+    killed_once(&dir, &other, "b", part, "other");
+    let len = std::fs::metadata(dir.join("snap").join(part))
+        .unwrap()
+        .len();
+    let expected =
+        ["metrics.csv", "replicas.csv"].map(|f| std::fs::read(dir.join("full").join(f)).ok());
+    let mut counts = Counts::default();
+    for (i, fault) in faults(len, 0xFA57).into_iter().enumerate() {
+        let out = format!("c{i}");
+        let partial = dir.join(format!("{out}.partial"));
+        copy_dir(&dir.join("snap"), &partial);
+        damage(&partial.join(part), &fault, &dir.join("other").join(part));
+        let o = fedcluster(&["run", "cfg.toml", "-q", "--out", &out, "--resume"], &dir);
+        let result = o.status.success().then(|| {
+            ["metrics.csv", "replicas.csv"].map(|f| std::fs::read(dir.join(&out).join(f)).ok())
+        });
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        counts.record(
+            &format!("{part} {fault:?}"),
+            result.map(|r| r == expected),
+            &stderr,
+            part,
+        );
+        let _ = std::fs::remove_dir_all(dir.join(&out));
+        let _ = std::fs::remove_dir_all(&partial);
+    }
+    counts.report("run checkpoint.part.bin");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -156,6 +156,86 @@ fn srfca_killed_anywhere_resumes_to_the_same_metrics() {
     trials("srfca", SRFCA, 120, 6, 3);
 }
 
+/// Whether the checkpoint directory `partial` holds a round interrupted
+/// between its parts (a sealed `checkpoint.part.bin` beside the checkpoint).
+fn within_a_round(partial: &Path) -> bool {
+    let Ok(bytes) = std::fs::read(partial.join("checkpoint.part.bin")) else {
+        return false;
+    };
+    let head = &bytes[..bytes.len().min(256)];
+    partial.join("checkpoint.bin").exists() && head.windows(15).any(|w| w == b"checkpoint part")
+}
+
+/// A run checkpointed between the clients of every round
+/// (`--checkpoint-within-rounds`), killed once such a checkpoint is on disk
+/// (at a later moment each trial) and resumed on another thread count, writes
+/// what the uninterrupted run wrote, byte for byte.
+#[test]
+fn a_run_killed_within_a_round_resumes_to_the_same_metrics() {
+    for (name, algorithm, rounds) in [("srfca", SRFCA, 120), ("ifca", IFCA_ADAM, 150)] {
+        let dir = scratch(&format!("resume-within-{name}"));
+        std::fs::write(dir.join("cfg.toml"), small(algorithm, rounds)).unwrap();
+        let full = fedcluster(&["run", "cfg.toml", "-q", "--out", "full"], &dir);
+        assert!(
+            full.status.success(),
+            "{}",
+            String::from_utf8_lossy(&full.stderr)
+        );
+        let mut within = 0;
+        for trial in 0..4u32 {
+            let out = format!("t{trial}");
+            let args = ["run", "cfg.toml", "-q", "--out", &out, "--threads", "1"];
+            let killed: Vec<&str> = args
+                .iter()
+                .copied()
+                .chain(["--checkpoint-within-rounds"])
+                .collect();
+            let mut child = spawn(&dir, &killed);
+            let checkpoint = dir.join(format!("{out}.partial"));
+            let mut seen = 0;
+            while child.try_wait().unwrap().is_none() {
+                seen += u32::from(within_a_round(&checkpoint));
+                if seen > 3 * trial {
+                    let _ = child.kill();
+                    break;
+                }
+                std::thread::sleep(Duration::from_micros(300));
+            }
+            let _ = child.wait();
+            within += usize::from(within_a_round(&checkpoint));
+            if !dir.join(&out).exists() {
+                let resume = [
+                    "run",
+                    "cfg.toml",
+                    "-q",
+                    "--out",
+                    &out,
+                    "--threads",
+                    "2",
+                    "--resume",
+                ];
+                let o = fedcluster(&resume, &dir);
+                assert!(
+                    o.status.success(),
+                    "{name} trial {trial}: {}",
+                    String::from_utf8_lossy(&o.stderr)
+                );
+            }
+            for file in ["metrics.csv", "replicas.csv", "curves.svg"] {
+                let want = std::fs::read(dir.join("full").join(file)).ok();
+                let got = std::fs::read(dir.join(&out).join(file)).ok();
+                assert!(want == got, "{name} trial {trial}: {file} differs");
+            }
+        }
+        assert!(
+            within >= 2,
+            "{name}: {within} of 4 trials resumed from within a round"
+        );
+        eprintln!("{name}: {within} of 4 trials resumed from within a round");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
 #[test]
 fn a_run_without_resume_keeps_a_checkpoint_and_another_config_is_refused() {
     let dir = scratch("resume-guard");

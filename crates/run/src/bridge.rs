@@ -27,9 +27,10 @@ use fedcluster_sim::{EngineError, Transport, check_plan, refused_shape};
 
 use crate::config::RunConfig;
 use crate::experiment::{
-    Driver, algorithm_field, build_data_set, check_starts_from, client_sizes, initial_models,
-    model_for, setup,
+    Driver, Start, algorithm_field, build_data_set, check_starts_from, client_sizes,
+    initial_models, model_for, setup,
 };
+use crate::mid_round::WholeRounds;
 use crate::outcome::{Outcome, SoFar};
 
 /// One round's messages, as the host carries them.
@@ -384,8 +385,8 @@ impl Visit for HostedRun<'_> {
             server,
             &mut self.bridge,
             &mut |_| {},
-            0,
-            SoFar::default(),
+            Start::default(),
+            &mut WholeRounds,
             report,
         )
     }

@@ -16,6 +16,15 @@
 //! pass: a damaged checkpoint (a flipped bit, cut short, extended), one of
 //! another config, or a FIFO, directory or device in its place is refused
 //! naming the file, never resumed into a different result.
+//!
+//! A long round may also be checkpointed between its parts
+//! ([`WithinRounds`], [`fedcluster_sim::parts`], `mid_round`): the
+//! checkpoint of the round's start as above (`next_round` the round), and
+//! beside it `checkpoint.part.bin` ([`save_part`]): the server after the
+//! part, the client halves of that moment and the clients exchanged, sealed
+//! with the config and the round. A resumed run reads the part file only when
+//! its round is the checkpoint's `next_round`; a fedcluster that predates it
+//! ignores it and runs the round again from its start, the same result.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -34,6 +43,10 @@ use crate::outcome::SoFar;
 pub const CHECKPOINT_FILE: &str = "checkpoint.bin";
 /// Its temporary name while being written.
 pub const CHECKPOINT_TMP: &str = "checkpoint.bin.tmp";
+/// The checkpoint of a round interrupted between parts, beside it.
+pub const PART_FILE: &str = "checkpoint.part.bin";
+/// Its temporary name while being written.
+pub const PART_TMP: &str = "checkpoint.part.bin.tmp";
 /// The largest checkpoint read back (64 GiB: above the state of the largest
 /// data set and models that `core::limits` allows).
 pub const MAX_CHECKPOINT_BYTES: u64 = 1 << 36;
@@ -49,6 +62,66 @@ pub struct Policy {
     pub every: Duration,
     /// Continue from the checkpoint at `path` (if there is one).
     pub resume: bool,
+    /// Whether to checkpoint between the clients of a round too.
+    pub within_rounds: WithinRounds,
+}
+
+/// Whether a run also checkpoints between the clients of a round (the
+/// round exchanged in parts, [`fedcluster_sim::parts`]; the results are the
+/// same either way).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WithinRounds {
+    /// Between rounds only.
+    Never,
+    /// A round that follows one of at least [`Policy::every`] is exchanged
+    /// a few clients per worker thread at a time and checkpointed between
+    /// those parts once `every` has passed since the last checkpoint (and 20
+    /// times as long as that one took to write): a run killed in a round of
+    /// hours loses a part of it, not the round.
+    LongRounds,
+    /// Every round, after each client (one at a time): for rounds that must
+    /// never be redone (and for tests); each checkpoint writes the state.
+    EveryClient,
+}
+
+/// A round interrupted between its parts, as [`load_part`] reads it back.
+#[derive(Deserialize)]
+pub struct Part<S, C> {
+    config: String,
+    round: usize,
+    /// The server after the part.
+    pub server: S,
+    /// The client halves that hold state at that moment, with their ids.
+    pub clients: Vec<(ClientId, C)>,
+    /// Planned clients exchanged (a prefix of the round's plan).
+    pub done: usize,
+    /// The clients that replied, in order.
+    pub replied: Vec<ClientId>,
+    /// Bytes their replies took.
+    pub bytes_up: u64,
+    /// Seconds the round had taken.
+    pub seconds: f64,
+}
+
+/// [`Part`], borrowed for writing ([`save_part`]).
+#[derive(Serialize)]
+pub struct PartRef<'a, S, C> {
+    /// The config ([`config_key`]).
+    pub config: &'a str,
+    /// The interrupted round.
+    pub round: usize,
+    /// The server after the part.
+    pub server: &'a S,
+    /// The client halves that hold state, with their ids.
+    pub clients: Vec<(ClientId, &'a C)>,
+    /// Planned clients exchanged.
+    pub done: usize,
+    /// The clients that replied, in order.
+    pub replied: &'a [ClientId],
+    /// Bytes their replies took.
+    pub bytes_up: u64,
+    /// Seconds the round had taken.
+    pub seconds: f64,
 }
 
 /// What a checkpoint holds, borrowed for writing.
@@ -88,6 +161,8 @@ pub struct Schedule {
     last: Instant,
     /// How long the last checkpoint took to write.
     cost: Duration,
+    /// The `next_round` of the checkpoint on disk, when known.
+    saved_round: Option<usize>,
 }
 
 impl Schedule {
@@ -97,6 +172,7 @@ impl Schedule {
             policy,
             last: Instant::now(),
             cost: Duration::ZERO,
+            saved_round: None,
         }
     }
 
@@ -112,10 +188,34 @@ impl Schedule {
             }
     }
 
-    /// Records that a checkpoint started at `started` has been written.
+    /// Whether to checkpoint after a part of a split round: always with
+    /// [`WithinRounds::EveryClient`], else by time as [`Schedule::due`].
+    pub fn due_within(&self) -> bool {
+        self.policy.within_rounds == WithinRounds::EveryClient
+            || self.last.elapsed() >= self.policy.every.max(20 * self.cost)
+    }
+
+    /// The policy.
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// Records that a checkpoint (or a part file) started at `started` has
+    /// been written.
     pub fn written(&mut self, started: Instant) {
         self.cost = started.elapsed();
         self.last = Instant::now();
+    }
+
+    /// Records that the checkpoint on disk is the one before round
+    /// `next_round`.
+    pub fn saved_before(&mut self, next_round: usize) {
+        self.saved_round = Some(next_round);
+    }
+
+    /// Whether the checkpoint on disk is the one before round `round`.
+    pub fn holds_the_start_of(&self, round: usize) -> bool {
+        self.saved_round == Some(round)
     }
 
     /// The checkpoint file.
@@ -133,7 +233,8 @@ fn identity(config: &str) -> String {
     )
 }
 
-/// Writes a checkpoint atomically.
+/// Writes a checkpoint atomically, and removes the part file beside it
+/// (which belongs to an earlier round).
 pub fn save<S: Serialize, C: Serialize>(
     path: &Path,
     config: &str,
@@ -149,14 +250,41 @@ pub fn save<S: Serialize, C: Serialize>(
         server,
         clients,
     };
-    let tmp = path.with_file_name(CHECKPOINT_TMP);
+    write_sealed(path, CHECKPOINT_TMP, &identity(config), &saved)?;
+    let part = path.with_file_name(PART_FILE);
+    match std::fs::remove_file(&part) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(e).with_context(|| format!("cannot remove {}", part.display()))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Writes the part file of the checkpoint at `checkpoint` atomically: where
+/// round `part.round`, the checkpoint's `next_round`, stands after a part.
+pub fn save_part<S: Serialize, C: Serialize>(
+    checkpoint: &Path,
+    part: &PartRef<'_, S, C>,
+) -> Result<()> {
+    let identity = part_identity(part.config, part.round);
+    write_sealed(
+        &checkpoint.with_file_name(PART_FILE),
+        PART_TMP,
+        &identity,
+        part,
+    )
+}
+
+/// Streams `value` sealed with `identity` into `tmp` beside `path`, synced,
+/// then renamed to `path`.
+fn write_sealed<T: Serialize>(path: &Path, tmp: &str, identity: &str, value: &T) -> Result<()> {
+    let tmp = path.with_file_name(tmp);
     let context = || format!("cannot write the checkpoint {}", tmp.display());
     let file = std::fs::File::create(&tmp).with_context(context)?;
     // Streamed: the state is never held twice in memory.
     let out = std::io::BufWriter::with_capacity(1 << 20, file);
-    let mut out =
-        fedcluster_state::SealWriter::new(out, &identity(config)).with_context(context)?;
-    rmp_serde::encode::write_named(&mut out, &saved).with_context(context)?;
+    let mut out = fedcluster_state::SealWriter::new(out, identity).with_context(context)?;
+    rmp_serde::encode::write_named(&mut out, value).with_context(context)?;
     out.flush().with_context(context)?;
     let file = out
         .finish()
@@ -167,6 +295,53 @@ pub fn save<S: Serialize, C: Serialize>(
     file.sync_all().with_context(context)?;
     std::fs::rename(&tmp, path)
         .with_context(|| format!("cannot write the checkpoint {}", path.display()))
+}
+
+/// The identity a part file of the config `config` within round `round` is
+/// sealed with.
+fn part_identity(config: &str, round: usize) -> String {
+    format!(
+        "fedcluster run checkpoint part v1; round {round}; config {}",
+        fedcluster_state::digest_hex(config.as_bytes())
+    )
+}
+
+/// Reads the part file beside the checkpoint at `checkpoint` if it holds
+/// round `round` of the config `config`; `None` when there is none, or one
+/// of another round (left by a run killed as it moved on: removed).
+pub fn load_part<S: DeserializeOwned, C: DeserializeOwned>(
+    checkpoint: &Path,
+    config: &str,
+    round: usize,
+) -> Result<Option<Part<S, C>>> {
+    use std::io::Read as _;
+    let path = checkpoint.with_file_name(PART_FILE);
+    let identity = part_identity(config, round);
+    let (file, len) = match fedcluster_state::verify_sealed_file(
+        &path,
+        "checkpoint",
+        &identity,
+        MAX_CHECKPOINT_BYTES,
+    ) {
+        Ok(opened) => opened,
+        Err(e) if e.is_missing() => return Ok(None),
+        Err(fedcluster_state::StateError::OtherIdentity { .. }) => {
+            std::fs::remove_file(&path)
+                .with_context(|| format!("cannot remove {}", path.display()))?;
+            return Ok(None);
+        }
+        Err(e) => bail!("{e}; pass --overwrite to start over"),
+    };
+    let input = std::io::BufReader::with_capacity(1 << 20, file.take(len));
+    let part: Part<S, C> = rmp_serde::decode::from_read(input)
+        .map_err(|e| anyhow::anyhow!("{}: damaged checkpoint: {e}", path.display()))?;
+    if part.config != config || part.round != round {
+        bail!(
+            "{}: damaged checkpoint: not of this run's round {round}",
+            path.display()
+        );
+    }
+    Ok(Some(part))
 }
 
 /// Reads the checkpoint at `path`, written by a run of the config `config`

@@ -1,6 +1,7 @@
 //! Executes one configured experiment in process: builds the data, the model and
 //! the algorithm's halves, runs the engine and collects metric records.
 
+use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -10,12 +11,14 @@ use fedcluster_algorithms::{Algorithm, Checked, FieldError, Setup, TrueClusters,
 use fedcluster_core::{Model, ServerHalf};
 use fedcluster_data::table::Files;
 use fedcluster_data::{DataConfig, DataError, DataSet, DataView, FederatedData};
+use fedcluster_sim::parts::Interrupted;
 use fedcluster_sim::record::{TestPick, TestSet, Truth, records};
-use fedcluster_sim::{InProcess, RoundEvent, Transport, run_from};
+use fedcluster_sim::{InProcess, RoundEvent, Rounds, Transport, run_in_parts};
 
 use crate::checkpoint;
 
 use crate::config::{RunConfig, data_root};
+use crate::mid_round::{MidRound, RunParts, WholeRounds, WithRecords};
 use crate::outcome::{Outcome, SoFar};
 
 /// How an in-process run is driven besides its config: `ready` is called
@@ -305,23 +308,47 @@ impl Visit for InProcessRun<'_, '_> {
             return Ok(Outcome { threads, ..outcome });
         };
         let key = checkpoint::config_key(d.config)?;
-        let (mut first, mut so_far) = (0, SoFar::default());
+        let mut start = Start::default();
+        let mut schedule = checkpoint::Schedule::new(policy.clone());
         if policy.resume
             && let Some(saved) = checkpoint::load::<A::Server, A::Client>(&policy.path, &key)?
         {
             server = saved.server;
             transport.restore_halves(saved.clients)?;
-            (first, so_far) = (saved.next_round, saved.so_far);
+            let round = saved.next_round;
+            schedule.saved_before(round);
+            let part = checkpoint::load_part::<A::Server, A::Client>(&policy.path, &key, round)?;
+            let interrupted = match part {
+                Some(part) => {
+                    transport.restore_halves(part.clients)?;
+                    Some(Interrupted {
+                        server: part.server,
+                        done: part.done,
+                        replied: part.replied,
+                        bytes_up: part.bytes_up,
+                        seconds: part.seconds,
+                    })
+                }
+                None => None,
+            };
+            start = Start {
+                first: round,
+                so_far: saved.so_far,
+                interrupted,
+            };
         }
-        let mut schedule = checkpoint::Schedule::new(policy);
+        let schedule = RefCell::new(schedule);
+        let resumes_a_part = start.interrupted.is_some();
+        let mut parts = MidRound::new(&schedule, &key, transport.threads(), resumes_a_part);
         let rounds = d.config.rounds;
         d.drive_from(
             server,
             &mut transport,
             progress,
-            first,
-            so_far,
+            start,
+            &mut parts,
             |round, s, t, so_far| {
+                let mut schedule = schedule.borrow_mut();
                 if !schedule.due(round, rounds) {
                     return Ok(());
                 }
@@ -329,10 +356,29 @@ impl Visit for InProcessRun<'_, '_> {
                 let clients = t.stored_halves();
                 checkpoint::save(schedule.path(), &key, round + 1, so_far, s, clients)?;
                 schedule.written(started);
+                schedule.saved_before(round + 1);
                 Ok(())
             },
         )
         .map(|outcome| Outcome { threads, ..outcome })
+    }
+}
+
+/// Where a driven run starts: round `first` after the rounds `so_far`
+/// recorded, perhaps within round `first` ([`Interrupted`]).
+pub(crate) struct Start<S> {
+    pub(crate) first: usize,
+    pub(crate) so_far: SoFar,
+    pub(crate) interrupted: Option<Interrupted<S>>,
+}
+
+impl<S> Default for Start<S> {
+    fn default() -> Self {
+        Self {
+            first: 0,
+            so_far: SoFar::default(),
+            interrupted: None,
+        }
     }
 }
 
@@ -390,22 +436,22 @@ impl<'a> Driver<'a> {
             server,
             transport,
             progress,
-            0,
-            SoFar::default(),
+            Start::default(),
+            &mut WholeRounds,
             no_checkpoint,
         )
     }
 
-    /// [`Driver::drive`] from round `first`, after the rounds `so_far`
-    /// recorded (a resumed run), calling `after` with the round, the server,
-    /// the transport and the records so far once each round is recorded.
+    /// [`Driver::drive`] from `start` (a resumed run), splitting the rounds
+    /// `parts` splits, calling `after` with the round, the server, the
+    /// transport and the records so far once each round is recorded.
     pub(crate) fn drive_from<S, T>(
         &self,
         mut server: S,
         transport: &mut T,
         progress: &mut dyn FnMut(Progress),
-        first: usize,
-        so_far: SoFar,
+        start: Start<S>,
+        parts: &mut dyn RunParts<S, T>,
         mut after: impl FnMut(usize, &S, &T, &SoFar) -> Result<()>,
     ) -> Result<Outcome>
     where
@@ -426,8 +472,13 @@ impl<'a> Driver<'a> {
             pick: cfg.test_pick,
             local_models: cfg.local_eval_models,
         };
+        let Start {
+            first,
+            so_far,
+            interrupted,
+        } = start;
         let (start, earlier) = (Instant::now(), so_far.wall_seconds);
-        let state = std::cell::RefCell::new(so_far);
+        let state = RefCell::new(so_far);
         let observe = |event: RoundEvent<'_>| {
             let last = event.round + 1 == cfg.rounds;
             let periodic = (cfg.eval_every > 0 && (event.round + 1).is_multiple_of(cfg.eval_every))
@@ -451,12 +502,21 @@ impl<'a> Driver<'a> {
         let checkpoint = |round: usize, s: &S, t: &T| {
             after(round, s, t, &state.borrow()).map_err(|e| format!("{e:#}"))
         };
-        run_from(
+        let rounds = Rounds {
+            first,
+            rounds: cfg.rounds,
+            seed: cfg.seed,
+        };
+        let mut parts = WithRecords {
+            parts,
+            so_far: &state,
+        };
+        run_in_parts(
             &mut server,
             transport,
-            first,
-            cfg.rounds,
-            cfg.seed,
+            rounds,
+            interrupted,
+            &mut parts,
             observe,
             checkpoint,
         )

@@ -16,6 +16,7 @@ pub mod config;
 pub mod experiment;
 pub mod hosted_client;
 pub mod memory;
+mod mid_round;
 pub mod model;
 pub mod model_file;
 pub mod network;

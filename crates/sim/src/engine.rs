@@ -8,6 +8,7 @@ use fedcluster_core::{
 };
 
 use crate::error::EngineError;
+use crate::parts::{Interrupted, PartDone, Parts, WholeRounds};
 use crate::transport::Transport;
 
 /// What the observer learns after each round.
@@ -67,6 +68,50 @@ pub fn run_from<S, T>(
     first: usize,
     rounds: usize,
     seed: u64,
+    observe: impl FnMut(RoundEvent<'_>) -> Result<(), String>,
+    after: impl FnMut(usize, &S, &T) -> Result<(), String>,
+) -> Result<(), EngineError>
+where
+    S: ServerHalf,
+    T: Transport<S::Down, S::Up>,
+{
+    let rounds = Rounds {
+        first,
+        rounds,
+        seed,
+    };
+    run_in_parts(
+        server,
+        transport,
+        rounds,
+        None,
+        &mut WholeRounds,
+        observe,
+        after,
+    )
+}
+
+/// The rounds a run drives: `first..rounds`, with the server's stream for
+/// round `t` `(seed, Server, t)`.
+#[derive(Debug, Clone, Copy)]
+pub struct Rounds {
+    /// The first round to run (0, or where a resumed run stopped).
+    pub first: usize,
+    /// The run's number of rounds.
+    pub rounds: usize,
+    /// The run's seed.
+    pub seed: u64,
+}
+
+/// [`run_from`] with rounds that `parts` may split ([`crate::parts`]), and
+/// round `rounds.first` resumed after the part `interrupted` left it at
+/// (`server` is then the server as that round started).
+pub fn run_in_parts<S, T>(
+    server: &mut S,
+    transport: &mut T,
+    rounds: Rounds,
+    mut interrupted: Option<Interrupted<S>>,
+    parts: &mut dyn Parts<S, T>,
     mut observe: impl FnMut(RoundEvent<'_>) -> Result<(), String>,
     mut after: impl FnMut(usize, &S, &T) -> Result<(), String>,
 ) -> Result<(), EngineError>
@@ -76,34 +121,49 @@ where
 {
     let num_clients = transport.num_clients();
     let mut replied: Vec<ClientId> = Vec::new();
-    for round in first..rounds {
+    for round in rounds.first..rounds.rounds {
         let start = Instant::now();
         let ctx = RoundCtx {
             round,
-            rounds,
+            rounds: rounds.rounds,
             num_clients,
         };
-        let mut rng = stream(seed, Purpose::Server, round as u64, 0);
+        let part = (parts.split(round, server, transport)).map_err(EngineError::Stopped)?;
+        let mut rng = stream(rounds.seed, Purpose::Server, round as u64, 0);
         let plan = server
             .plan(&ctx, &mut rng)
             .map_err(|error| EngineError::Server { round, error })?;
         let bytes_down = plan.iter().map(|(_, m)| m.wire_bytes()).sum();
-        let mut bytes_up = 0u64;
+        let (mut done, mut bytes_up, mut earlier) = (0, 0u64, 0.0);
         replied.clear();
-        transport.exchange(&ctx, &plan, &mut |client, up| {
-            if !up.is_finite() {
-                return Err(EngineError::NonFinite {
-                    round,
-                    client: Some(client),
-                    what: "reply".into(),
-                });
+        if let Some(cut) = interrupted.take() {
+            check_interrupted(round, &cut, &plan)?;
+            *server = cut.server;
+            (done, bytes_up, earlier) = (cut.done, cut.bytes_up, cut.seconds);
+            replied = cut.replied;
+        }
+        let step = part.unwrap_or(plan.len()).max(1);
+        loop {
+            let end = (done + step).min(plan.len());
+            transport.exchange(&ctx, &plan[done..end], &mut |client, up| {
+                take_reply(&ctx, server, &mut replied, &mut bytes_up, client, up)
+            })?;
+            done = end;
+            if done == plan.len() {
+                break;
             }
-            bytes_up += up.wire_bytes();
-            replied.push(client);
-            server
-                .receive(&ctx, client, up)
-                .map_err(|error| EngineError::Server { round, error })
-        })?;
+            parts
+                .part_done(&PartDone {
+                    round,
+                    server: &*server,
+                    transport: &*transport,
+                    done,
+                    replied: &replied,
+                    bytes_up,
+                    seconds: earlier + start.elapsed().as_secs_f64(),
+                })
+                .map_err(EngineError::Stopped)?;
+        }
         drop(plan);
         server
             .finish(&ctx)
@@ -124,7 +184,7 @@ where
             replied: &replied,
             bytes_down,
             bytes_up,
-            seconds: start.elapsed().as_secs_f64(),
+            seconds: earlier + start.elapsed().as_secs_f64(),
             snapshot,
             newcomer: server.newcomer(),
         })
@@ -132,4 +192,51 @@ where
         after(round, server, transport).map_err(EngineError::Stopped)?;
     }
     Ok(())
+}
+
+/// Takes one reply: refused when not finite, else counted and handed to
+/// the server.
+fn take_reply<S: ServerHalf>(
+    ctx: &RoundCtx,
+    server: &mut S,
+    replied: &mut Vec<ClientId>,
+    bytes_up: &mut u64,
+    client: ClientId,
+    up: S::Up,
+) -> Result<(), EngineError> {
+    let round = ctx.round;
+    if !up.is_finite() {
+        return Err(EngineError::NonFinite {
+            round,
+            client: Some(client),
+            what: "reply".into(),
+        });
+    }
+    *bytes_up += up.wire_bytes();
+    replied.push(client);
+    server
+        .receive(ctx, client, up)
+        .map_err(|error| EngineError::Server { round, error })
+}
+
+/// Checks that an interrupted round fits the plan made again: the part it
+/// stopped after ends inside the plan, and its replies came from the
+/// plan's clients before that point, in order.
+fn check_interrupted<S, D>(
+    round: usize,
+    cut: &Interrupted<S>,
+    plan: &[(ClientId, D)],
+) -> Result<(), EngineError> {
+    let planned = plan.get(..cut.done).unwrap_or_default();
+    let mut ids = planned.iter().map(|(id, _)| *id);
+    let fits = cut.done <= plan.len() && cut.replied.iter().all(|r| ids.any(|id| id == *r));
+    if fits {
+        return Ok(());
+    }
+    Err(EngineError::Plan(format!(
+        "round {round}: the interrupted round's {} exchanged clients do not fit the {} planned \
+         again (a checkpoint of another run?)",
+        cut.done,
+        plan.len()
+    )))
 }

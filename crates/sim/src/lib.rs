@@ -6,13 +6,15 @@
 //! client-id order so that results are bit-identical whatever the thread count.
 //! After every round the engine hands a [`RoundEvent`] to an observer (metrics,
 //! progress), and it rejects non-finite replies or models, naming the round and
-//! the client.
+//! the client. A run may exchange a long round in parts and checkpoint
+//! between them ([`parts`]).
 
 mod engine;
 mod error;
+pub mod parts;
 pub mod record;
 mod transport;
 
-pub use engine::{RoundEvent, run, run_from};
+pub use engine::{RoundEvent, Rounds, run, run_from, run_in_parts};
 pub use error::EngineError;
 pub use transport::{InProcess, Transport, check_plan, refused_shape};

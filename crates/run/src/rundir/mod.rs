@@ -34,7 +34,7 @@ pub use target::{DirLock, RUN_FILES, check_target, normalise, sibling};
 
 use fedcluster_core::limits::MAX_MODEL_VALUES;
 
-use crate::checkpoint::{CHECKPOINT_FILE, CHECKPOINT_TMP};
+use crate::checkpoint::{CHECKPOINT_FILE, CHECKPOINT_TMP, PART_FILE, PART_TMP};
 use crate::config::RunConfig;
 use crate::model_file::{self, MODELS_FILE};
 use crate::outcome::Outcome;
@@ -333,7 +333,7 @@ impl RunDir {
     /// Moves the finished directory into place (replacing the run directory
     /// there, checked again now).
     pub fn finish(self) -> Result<PathBuf> {
-        for name in [CHECKPOINT_FILE, CHECKPOINT_TMP] {
+        for name in [CHECKPOINT_FILE, CHECKPOINT_TMP, PART_FILE, PART_TMP] {
             let path = self.partial.join(name);
             if path.exists() {
                 fs::remove_file(&path)

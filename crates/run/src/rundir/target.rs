@@ -25,6 +25,8 @@ pub const RUN_FILES: &[&str] = &[
     "error.txt",
     "checkpoint.bin",
     "checkpoint.bin.tmp",
+    "checkpoint.part.bin",
+    "checkpoint.part.bin.tmp",
     "checksums.sha256",
 ];
 

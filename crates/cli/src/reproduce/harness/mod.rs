@@ -23,7 +23,7 @@ use fedcluster_data::DataSet;
 use fedcluster_sim::EngineError;
 
 use crate::progress::LineLog;
-use fedcluster_run::checkpoint::{CHECKPOINT_FILE, Policy};
+use fedcluster_run::checkpoint::{CHECKPOINT_FILE, Policy, WithinRounds};
 use fedcluster_run::config::RunConfig;
 use fedcluster_run::experiment::{Control, build_data_set, build_model, execute_controlled};
 use fedcluster_run::memory;
@@ -304,6 +304,10 @@ fn checkpoint_policy(dir: &Path, every_rounds: usize) -> Result<Policy> {
         every_rounds,
         every: CHECKPOINT_EVERY,
         resume: true,
+        within_rounds: match every_rounds {
+            0 => WithinRounds::LongRounds,
+            _ => WithinRounds::Never,
+        },
     })
 }
 
