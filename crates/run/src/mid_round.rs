@@ -7,7 +7,7 @@
 //! ([`checkpoint::save_part`]). Nothing of the server is copied in memory.
 
 use std::cell::RefCell;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use serde::Serialize;
@@ -112,15 +112,9 @@ where
     ) -> Result<Option<usize>> {
         let mut schedule = self.schedule.borrow_mut();
         let within = schedule.policy().within_rounds;
-        let every = schedule.policy().every.as_secs_f64();
+        let last = so_far.records.last().map(|r| r.seconds);
         let split = std::mem::take(&mut self.resumes_a_part)
-            || match within {
-                WithinRounds::Never => false,
-                WithinRounds::EveryClient => true,
-                WithinRounds::LongRounds => {
-                    so_far.records.last().is_some_and(|r| r.seconds >= every)
-                }
-            };
+            || splits(within, schedule.policy().every, last);
         if !split {
             return Ok(None);
         }
@@ -158,3 +152,17 @@ where
         Ok(())
     }
 }
+
+/// Whether a round is split under `within`, the last round having taken
+/// `last` seconds (`None`: no round before it in the records).
+fn splits(within: WithinRounds, every: Duration, last: Option<f64>) -> bool {
+    match within {
+        WithinRounds::Never => false,
+        WithinRounds::EveryClient => true,
+        WithinRounds::LongRounds => last.is_some_and(|s| s >= every.as_secs_f64()),
+    }
+}
+
+#[cfg(test)]
+#[path = "mid_round_tests.rs"]
+mod tests;
