@@ -65,12 +65,19 @@ fn killed_once(dir: &Path, args: &[&str], out: &str, file: &str, snapshot: &str)
     panic!("no {file} written");
 }
 
-#[test]
-fn a_damaged_run_checkpoint_is_refused_or_resumes_to_the_same_result() {
-    let dir = scratch("fault-checkpoint");
+/// A scratch directory `name` holding `cfg.toml` (IFCA with Adam clients,
+/// 1,000 rounds) and its uninterrupted run, `full`.
+fn with_full_run(name: &str) -> std::path::PathBuf {
+    let dir = scratch(name);
     std::fs::write(dir.join("cfg.toml"), small(IFCA_ADAM, 1000)).unwrap();
     let full = fedcluster(&["run", "cfg.toml", "-q", "--out", "full"], &dir);
     assert!(full.status.success());
+    dir
+}
+
+#[test]
+fn a_damaged_run_checkpoint_is_refused_or_resumes_to_the_same_result() {
+    let dir = with_full_run("fault-checkpoint");
     let base = ["run", "cfg.toml", "-q", "--checkpoint-every", "1", "--out"];
     let args = |out: &'static str| -> Vec<&str> { base.iter().copied().chain([out]).collect() };
     killed_run(&dir, &args("a"), "a", "snap");
@@ -124,10 +131,7 @@ fn a_damaged_run_checkpoint_is_refused_or_resumes_to_the_same_result() {
 /// aside, the round run again from its start to the same result.
 #[test]
 fn a_damaged_part_file_is_refused_or_resumes_to_the_same_result() {
-    let dir = scratch("fault-part");
-    std::fs::write(dir.join("cfg.toml"), small(IFCA_ADAM, 1000)).unwrap();
-    let full = fedcluster(&["run", "cfg.toml", "-q", "--out", "full"], &dir);
-    assert!(full.status.success());
+    let dir = with_full_run("fault-part");
     let base = [
         "run",
         "cfg.toml",

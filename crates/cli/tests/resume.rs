@@ -69,6 +69,16 @@ fn kill_after_checkpoint(dir: &Path, args: &[&str], out: &str, delay: Duration) 
     let _ = child.wait();
 }
 
+/// Asserts that the run directory `out` in `dir` holds the uninterrupted
+/// run's (`full`) `metrics.csv`, `replicas.csv` and `curves.svg`, byte for byte.
+fn same_as_full(dir: &Path, out: &str, what: &str) {
+    for file in ["metrics.csv", "replicas.csv", "curves.svg"] {
+        let want = std::fs::read(dir.join("full").join(file)).ok();
+        let got = std::fs::read(dir.join(out).join(file)).ok();
+        assert!(want == got, "{what}: {file} differs");
+    }
+}
+
 /// A pseudo-random fraction in [0, 1) from `state` (a 64-bit LCG).
 fn fraction(state: &mut u64) -> f64 {
     *state = state
@@ -125,11 +135,7 @@ fn trials(name: &str, algorithm: &str, rounds: usize, count: usize, seed: u64) {
                 String::from_utf8_lossy(&o.stderr)
             );
         }
-        for file in ["metrics.csv", "replicas.csv", "curves.svg"] {
-            let want = std::fs::read(dir.join("full").join(file)).ok();
-            let got = std::fs::read(dir.join(&out).join(file)).ok();
-            assert!(want == got, "{name} trial {trial}: {file} differs");
-        }
+        same_as_full(&dir, &out, &format!("{name} trial {trial}"));
         assert!(!dir.join(&out).join("checkpoint.bin").exists());
     }
     // The kills did land mid-run: most trials resumed from a checkpoint.
@@ -221,11 +227,7 @@ fn a_run_killed_within_a_round_resumes_to_the_same_metrics() {
                     String::from_utf8_lossy(&o.stderr)
                 );
             }
-            for file in ["metrics.csv", "replicas.csv", "curves.svg"] {
-                let want = std::fs::read(dir.join("full").join(file)).ok();
-                let got = std::fs::read(dir.join(&out).join(file)).ok();
-                assert!(want == got, "{name} trial {trial}: {file} differs");
-            }
+            same_as_full(&dir, &out, &format!("{name} trial {trial}"));
         }
         assert!(
             within >= 2,
