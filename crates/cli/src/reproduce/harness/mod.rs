@@ -23,7 +23,7 @@ use fedcluster_data::DataSet;
 use fedcluster_sim::EngineError;
 
 use crate::progress::LineLog;
-use fedcluster_run::checkpoint::{CHECKPOINT_FILE, Policy, WithinRounds};
+use fedcluster_run::checkpoint::{CHECKPOINT_FILE, PART_FILE, Policy, WithinRounds};
 use fedcluster_run::config::RunConfig;
 use fedcluster_run::experiment::{Control, build_data_set, build_model, execute_controlled};
 use fedcluster_run::memory;
@@ -237,7 +237,15 @@ pub fn run(exp: &Experiment, o: &RunOptions) -> Result<String> {
             checkpoint_policy(&dir, o.checkpoint_every).with_context(|| label.clone())?;
         let checkpoint_dir = checkpoint.path.parent().map(Path::to_path_buf);
         if checkpoint.path.is_file() {
-            let resuming = format!("{what}: resuming from {}", checkpoint.path.display());
+            let part = checkpoint.path.with_file_name(PART_FILE);
+            let within = match part.is_file() {
+                true => format!(" and {} (within a round)", part.display()),
+                false => String::new(),
+            };
+            let resuming = format!(
+                "{what}: resuming from {}{within}",
+                checkpoint.path.display()
+            );
             match &lines {
                 Some(lines) => lines.note(&resuming),
                 None => bar.println(resuming),
