@@ -200,17 +200,50 @@ impl Schedule {
         &self.policy
     }
 
-    /// Records that a checkpoint (or a part file) started at `started` has
-    /// been written.
-    pub fn written(&mut self, started: Instant) {
-        self.cost = started.elapsed();
-        self.last = Instant::now();
+    /// Writes the checkpoint before round `next_round` ([`save`]), timing
+    /// the write for the next decision.
+    pub fn save<S: Serialize, C: Serialize>(
+        &mut self,
+        config: &str,
+        next_round: usize,
+        so_far: &SoFar,
+        server: &S,
+        clients: Vec<(ClientId, &C)>,
+    ) -> Result<()> {
+        let started = Instant::now();
+        save(
+            &self.policy.path,
+            config,
+            next_round,
+            so_far,
+            server,
+            clients,
+        )?;
+        self.written(started);
+        self.saved_before(next_round);
+        Ok(())
     }
 
-    /// Records that the checkpoint on disk is the one before round
-    /// `next_round`.
+    /// Writes the part file of `part` ([`save_part`]), timing the write.
+    pub fn save_part<S: Serialize, C: Serialize>(
+        &mut self,
+        part: &PartRef<'_, S, C>,
+    ) -> Result<()> {
+        let started = Instant::now();
+        save_part(&self.policy.path, part)?;
+        self.written(started);
+        Ok(())
+    }
+
+    /// Records that the checkpoint on disk (read back by a resumed run) is
+    /// the one before round `next_round`.
     pub fn saved_before(&mut self, next_round: usize) {
         self.saved_round = Some(next_round);
+    }
+
+    fn written(&mut self, started: Instant) {
+        self.cost = started.elapsed();
+        self.last = Instant::now();
     }
 
     /// Whether the checkpoint on disk is the one before round `round`.
@@ -314,7 +347,6 @@ pub fn load_part<S: DeserializeOwned, C: DeserializeOwned>(
     config: &str,
     round: usize,
 ) -> Result<Option<Part<S, C>>> {
-    use std::io::Read as _;
     let path = checkpoint.with_file_name(PART_FILE);
     let identity = part_identity(config, round);
     let (file, len) = match fedcluster_state::verify_sealed_file(
@@ -332,9 +364,7 @@ pub fn load_part<S: DeserializeOwned, C: DeserializeOwned>(
         }
         Err(e) => bail!("{e}; pass --overwrite to start over"),
     };
-    let input = std::io::BufReader::with_capacity(1 << 20, file.take(len));
-    let part: Part<S, C> = rmp_serde::decode::from_read(input)
-        .map_err(|e| anyhow::anyhow!("{}: damaged checkpoint: {e}", path.display()))?;
+    let part: Part<S, C> = decode(&path, file, len)?;
     if part.config != config || part.round != round {
         bail!(
             "{}: damaged checkpoint: not of this run's round {round}",
@@ -351,7 +381,6 @@ pub fn load<S: DeserializeOwned, C: DeserializeOwned>(
     path: &Path,
     config: &str,
 ) -> Result<Option<Saved<S, C>>> {
-    use std::io::Read as _;
     let (file, len) = match fedcluster_state::verify_sealed_file(
         path,
         "checkpoint",
@@ -367,9 +396,7 @@ pub fn load<S: DeserializeOwned, C: DeserializeOwned>(
         ),
         Err(e) => bail!("{e}; pass --overwrite to start over"),
     };
-    let input = std::io::BufReader::with_capacity(1 << 20, file.take(len));
-    let saved: Saved<S, C> = rmp_serde::decode::from_read(input)
-        .map_err(|e| anyhow::anyhow!("{}: damaged checkpoint: {e}", path.display()))?;
+    let saved: Saved<S, C> = decode(path, file, len)?;
     if saved.config != config {
         bail!(
             "{}: the checkpoint was written by another config; resume with the same config and \
@@ -378,4 +405,13 @@ pub fn load<S: DeserializeOwned, C: DeserializeOwned>(
         );
     }
     Ok(Some(saved))
+}
+
+/// The `len` bytes of sealed content `file` (of `path`, checked whole) is
+/// open at, decoded.
+fn decode<T: DeserializeOwned>(path: &Path, file: std::fs::File, len: u64) -> Result<T> {
+    use std::io::Read as _;
+    let input = std::io::BufReader::with_capacity(1 << 20, file.take(len));
+    rmp_serde::decode::from_read(input)
+        .map_err(|e| anyhow::anyhow!("{}: damaged checkpoint: {e}", path.display()))
 }

@@ -352,12 +352,7 @@ impl Visit for InProcessRun<'_, '_> {
                 if !schedule.due(round, rounds) {
                     return Ok(());
                 }
-                let started = Instant::now();
-                let clients = t.stored_halves();
-                checkpoint::save(schedule.path(), &key, round + 1, so_far, s, clients)?;
-                schedule.written(started);
-                schedule.saved_before(round + 1);
-                Ok(())
+                schedule.save(&key, round + 1, so_far, s, t.stored_halves())
             },
         )
         .map(|outcome| Outcome { threads, ..outcome })

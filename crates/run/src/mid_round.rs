@@ -4,10 +4,10 @@
 //! start (writing it if the last round's end was not checkpointed); after a
 //! part, when a checkpoint is due, it writes the part file beside it: the
 //! server and the clients' halves of that moment and the clients exchanged
-//! ([`checkpoint::save_part`]). Nothing of the server is copied in memory.
+//! ([`crate::checkpoint::save_part`]). Nothing of the server is copied in memory.
 
 use std::cell::RefCell;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::Result;
 use serde::Serialize;
@@ -16,7 +16,7 @@ use fedcluster_core::{ClientHalf, ServerHalf};
 use fedcluster_sim::InProcess;
 use fedcluster_sim::parts::{PartDone, Parts};
 
-use crate::checkpoint::{self, PartRef, Schedule, WithinRounds};
+use crate::checkpoint::{PartRef, Schedule, WithinRounds};
 use crate::outcome::SoFar;
 
 /// What a driven run does around the parts of a round, with the records of
@@ -119,11 +119,7 @@ where
             return Ok(None);
         }
         if !schedule.holds_the_start_of(round) {
-            let at = Instant::now();
-            let clients = transport.stored_halves();
-            checkpoint::save(schedule.path(), self.key, round, so_far, server, clients)?;
-            schedule.written(at);
-            schedule.saved_before(round);
+            schedule.save(self.key, round, so_far, server, transport.stored_halves())?;
         }
         Ok(Some(match within {
             WithinRounds::EveryClient => 1,
@@ -136,8 +132,7 @@ where
         if !schedule.due_within() {
             return Ok(());
         }
-        let at = Instant::now();
-        let state = PartRef {
+        schedule.save_part(&PartRef {
             config: self.key,
             round: part.round,
             server: part.server,
@@ -146,10 +141,7 @@ where
             replied: part.replied,
             bytes_up: part.bytes_up,
             seconds: part.seconds,
-        };
-        checkpoint::save_part(schedule.path(), &state)?;
-        schedule.written(at);
-        Ok(())
+        })
     }
 }
 
