@@ -268,7 +268,7 @@ fn identity(config: &str) -> String {
 
 /// Writes a checkpoint atomically, and removes the part file beside it
 /// (which belongs to an earlier round).
-pub fn save<S: Serialize, C: Serialize>(
+fn save<S: Serialize, C: Serialize>(
     path: &Path,
     config: &str,
     next_round: usize,
@@ -295,7 +295,7 @@ pub fn save<S: Serialize, C: Serialize>(
 
 /// Writes the part file of the checkpoint at `checkpoint` atomically: where
 /// round `part.round`, the checkpoint's `next_round`, stands after a part.
-pub fn save_part<S: Serialize, C: Serialize>(
+fn save_part<S: Serialize, C: Serialize>(
     checkpoint: &Path,
     part: &PartRef<'_, S, C>,
 ) -> Result<()> {
