@@ -141,6 +141,16 @@ fn quotes() -> Vec<Quote> {
             with_std: false,
             ..accuracy(
                 DOCS,
+                "| FedSoft, K = 1 | 14.62 |",
+                "srfca-shakespeare",
+                "shakespeare",
+                "fedsoft-k1",
+            )
+        },
+        Quote {
+            with_std: false,
+            ..accuracy(
+                DOCS,
                 "ends at\n45.90, within a point",
                 "srfca-shakespeare",
                 "shakespeare",

@@ -1,0 +1,56 @@
+"""What a character model learns when it learns only how often each character
+occurs: the numbers behind the FedSoft row of `reproduce srfca-shakespeare`.
+
+Reads a federation directory written by `fedcluster data export` (npz arrays,
+targets `y` as class indices) and prints, over the training clients pooled,
+the entropy of the next-character frequencies (the training loss of a model
+that predicts those frequencies for every window), the most frequent
+character's share of the test targets, and the mean over clients of the test
+accuracy of always predicting it.
+
+    fedcluster data export results/srfca-shakespeare/runs/shakespeare/fedsoft-k1/seed-1/config.toml \\
+        --data-dir ../shared/data/shakespeare --format npz --out /tmp/shakespeare-export
+    python3 scripts/char_frequencies.py /tmp/shakespeare-export
+
+Not part of the test suite (it needs numpy); see docs/reproductions.md.
+"""
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+
+def class_counts(root: Path, split: str, classes: int) -> list[np.ndarray]:
+    """Per client of `split`, how often each class is the target."""
+    federation = json.loads((root / "federation.json").read_text())
+    counts = []
+    for client in federation[split]:
+        with np.load(root / client["file"]) as arrays:
+            targets = arrays["y"].astype(np.int64).ravel()
+        counts.append(np.bincount(targets, minlength=classes))
+    return counts
+
+
+def main() -> None:
+    if len(sys.argv) != 2:
+        sys.exit(f"usage: {sys.argv[0]} FEDERATION_DIR (from `fedcluster data export --format npz`)")
+    root = Path(sys.argv[1])
+    classes = json.loads((root / "federation.json").read_text())["classes"]
+    train = np.sum(class_counts(root, "train", classes), axis=0)
+    frequencies = train / train.sum()
+    seen = frequencies > 0
+    entropy = -(frequencies[seen] * np.log(frequencies[seen])).sum()
+    test = class_counts(root, "test", classes)
+    most = int(np.argmax(train))
+    pooled_test = np.sum(test, axis=0)
+    share = pooled_test[most] / pooled_test.sum()
+    accuracy = np.mean([c[most] / c.sum() for c in test if c.sum() > 0])
+    print(f"training clients' next-character entropy: {entropy:.4f} nats")
+    print(f"most frequent character: class {most}, {100 * share:.2f}% of the test targets")
+    print(f"always predicting it: {100 * accuracy:.2f}% test accuracy, averaged over the clients")
+
+
+if __name__ == "__main__":
+    main()
