@@ -151,6 +151,16 @@ fn quotes() -> Vec<Quote> {
             with_std: false,
             ..accuracy(
                 DOCS,
+                "| IFCA, K = 4 | 26.56 |",
+                "srfca-shakespeare",
+                "shakespeare",
+                "ifca-k4",
+            )
+        },
+        Quote {
+            with_std: false,
+            ..accuracy(
+                DOCS,
                 "ends at\n45.90, within a point",
                 "srfca-shakespeare",
                 "shakespeare",
