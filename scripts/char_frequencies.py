@@ -6,11 +6,12 @@ targets `y` as class indices) and prints, over the training clients pooled,
 the entropy of the next-character frequencies (the training loss of a model
 that predicts those frequencies for every window), the most frequent
 character's share of the test targets, and the mean over clients of the test
-accuracy of always predicting it.
+accuracy of always predicting it; with a list of client ids that score 0
+(the clients a run never drew), that mean with those at 0.
 
     fedcluster data export results/srfca-shakespeare/runs/shakespeare/fedsoft-k1/seed-1/config.toml \\
         --data-dir ../shared/data/shakespeare --format npz --out /tmp/shakespeare-export
-    python3 scripts/char_frequencies.py /tmp/shakespeare-export
+    python3 scripts/char_frequencies.py /tmp/shakespeare-export [2,3,4,12,14,22,24,35,43,46,47,48,49]
 
 Not part of the test suite (it needs numpy); see docs/reproductions.md.
 """
@@ -34,9 +35,13 @@ def class_counts(root: Path, split: str, classes: int) -> list[np.ndarray]:
 
 
 def main() -> None:
-    if len(sys.argv) != 2:
-        sys.exit(f"usage: {sys.argv[0]} FEDERATION_DIR (from `fedcluster data export --format npz`)")
+    if len(sys.argv) not in (2, 3):
+        sys.exit(
+            f"usage: {sys.argv[0]} FEDERATION_DIR [NEVER_DRAWN_IDS] "
+            "(FEDERATION_DIR from `fedcluster data export --format npz`; ids comma-separated)"
+        )
     root = Path(sys.argv[1])
+    never = {int(i) for i in sys.argv[2].split(",")} if len(sys.argv) == 3 else set()
     classes = json.loads((root / "federation.json").read_text())["classes"]
     train = np.sum(class_counts(root, "train", classes), axis=0)
     frequencies = train / train.sum()
@@ -46,10 +51,14 @@ def main() -> None:
     most = int(np.argmax(train))
     pooled_test = np.sum(test, axis=0)
     share = pooled_test[most] / pooled_test.sum()
-    accuracy = np.mean([c[most] / c.sum() for c in test if c.sum() > 0])
+    per_client = [c[most] / c.sum() if c.sum() > 0 else 0.0 for c in test]
+    accuracy = np.mean(per_client)
     print(f"training clients' next-character entropy: {entropy:.4f} nats")
     print(f"most frequent character: class {most}, {100 * share:.2f}% of the test targets")
     print(f"always predicting it: {100 * accuracy:.2f}% test accuracy, averaged over the clients")
+    if never:
+        scored = np.mean([0.0 if i in never else a for i, a in enumerate(per_client)])
+        print(f"with the {len(never)} never-drawn clients at 0: {float(scored)!r} (a fraction, as the run reports it)")
 
 
 if __name__ == "__main__":
