@@ -23,9 +23,9 @@ from pathlib import Path
 import numpy as np
 
 
-def class_counts(root: Path, split: str, classes: int) -> list[np.ndarray]:
+def class_counts(root: Path, federation: dict, split: str) -> list[np.ndarray]:
     """Per client of `split`, how often each class is the target."""
-    federation = json.loads((root / "federation.json").read_text())
+    classes = federation["classes"]
     counts = []
     for client in federation[split]:
         with np.load(root / client["file"]) as arrays:
@@ -42,12 +42,12 @@ def main() -> None:
         )
     root = Path(sys.argv[1])
     never = {int(i) for i in sys.argv[2].split(",")} if len(sys.argv) == 3 else set()
-    classes = json.loads((root / "federation.json").read_text())["classes"]
-    train = np.sum(class_counts(root, "train", classes), axis=0)
+    federation = json.loads((root / "federation.json").read_text())
+    train = np.sum(class_counts(root, federation, "train"), axis=0)
     frequencies = train / train.sum()
     seen = frequencies > 0
     entropy = -(frequencies[seen] * np.log(frequencies[seen])).sum()
-    test = class_counts(root, "test", classes)
+    test = class_counts(root, federation, "test")
     most = int(np.argmax(train))
     pooled_test = np.sum(test, axis=0)
     share = pooled_test[most] / pooled_test.sum()

@@ -20,7 +20,7 @@
 //! A long round may also be checkpointed between its parts
 //! ([`WithinRounds`], [`fedcluster_sim::parts`], `mid_round`): the
 //! checkpoint of the round's start as above (`next_round` the round), and
-//! beside it `checkpoint.part.bin` ([`save_part`]): the server after the
+//! beside it `checkpoint.part.bin` ([`Schedule::save_part`]): the server after the
 //! part, the client halves of that moment and the clients exchanged, sealed
 //! with the config and the round. A resumed run reads the part file only when
 //! its round is the checkpoint's `next_round`; a fedcluster that predates it
@@ -103,7 +103,7 @@ pub struct Part<S, C> {
     pub seconds: f64,
 }
 
-/// [`Part`], borrowed for writing ([`save_part`]).
+/// [`Part`], borrowed for writing ([`Schedule::save_part`]).
 #[derive(Serialize)]
 pub struct PartRef<'a, S, C> {
     /// The config ([`config_key`]).
@@ -200,7 +200,8 @@ impl Schedule {
         &self.policy
     }
 
-    /// Writes the checkpoint before round `next_round` ([`save`]), timing
+    /// Writes the checkpoint before round `next_round` atomically, removes
+    /// the part file beside it (which belongs to an earlier round), and times
     /// the write for the next decision.
     pub fn save<S: Serialize, C: Serialize>(
         &mut self,
@@ -211,26 +212,37 @@ impl Schedule {
         clients: Vec<(ClientId, &C)>,
     ) -> Result<()> {
         let started = Instant::now();
-        save(
-            &self.policy.path,
+        let saved = SavedRef {
             config,
             next_round,
             so_far,
             server,
             clients,
-        )?;
+        };
+        let path = &self.policy.path;
+        write_sealed(path, CHECKPOINT_TMP, &identity(config), &saved)?;
+        let part = path.with_file_name(PART_FILE);
+        if let Err(e) = std::fs::remove_file(&part)
+            && e.kind() != std::io::ErrorKind::NotFound
+        {
+            return Err(e).with_context(|| format!("cannot remove {}", part.display()));
+        }
         self.written(started);
         self.saved_before(next_round);
         Ok(())
     }
 
-    /// Writes the part file of `part` ([`save_part`]), timing the write.
+    /// Writes the part file beside the checkpoint atomically: where round
+    /// `part.round`, the checkpoint's `next_round`, stands after a part;
+    /// timed as [`Schedule::save`].
     pub fn save_part<S: Serialize, C: Serialize>(
         &mut self,
         part: &PartRef<'_, S, C>,
     ) -> Result<()> {
         let started = Instant::now();
-        save_part(&self.policy.path, part)?;
+        let identity = part_identity(part.config, part.round);
+        let path = self.policy.path.with_file_name(PART_FILE);
+        write_sealed(&path, PART_TMP, &identity, part)?;
         self.written(started);
         Ok(())
     }
@@ -263,48 +275,6 @@ fn identity(config: &str) -> String {
     format!(
         "fedcluster run checkpoint v2; config {}",
         fedcluster_state::digest_hex(config.as_bytes())
-    )
-}
-
-/// Writes a checkpoint atomically, and removes the part file beside it
-/// (which belongs to an earlier round).
-fn save<S: Serialize, C: Serialize>(
-    path: &Path,
-    config: &str,
-    next_round: usize,
-    so_far: &SoFar,
-    server: &S,
-    clients: Vec<(ClientId, &C)>,
-) -> Result<()> {
-    let saved = SavedRef {
-        config,
-        next_round,
-        so_far,
-        server,
-        clients,
-    };
-    write_sealed(path, CHECKPOINT_TMP, &identity(config), &saved)?;
-    let part = path.with_file_name(PART_FILE);
-    match std::fs::remove_file(&part) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-            Err(e).with_context(|| format!("cannot remove {}", part.display()))
-        }
-        _ => Ok(()),
-    }
-}
-
-/// Writes the part file of the checkpoint at `checkpoint` atomically: where
-/// round `part.round`, the checkpoint's `next_round`, stands after a part.
-fn save_part<S: Serialize, C: Serialize>(
-    checkpoint: &Path,
-    part: &PartRef<'_, S, C>,
-) -> Result<()> {
-    let identity = part_identity(part.config, part.round);
-    write_sealed(
-        &checkpoint.with_file_name(PART_FILE),
-        PART_TMP,
-        &identity,
-        part,
     )
 }
 

@@ -4,7 +4,7 @@
 //! start (writing it if the last round's end was not checkpointed); after a
 //! part, when a checkpoint is due, it writes the part file beside it: the
 //! server and the clients' halves of that moment and the clients exchanged
-//! ([`crate::checkpoint::save_part`]). Nothing of the server is copied in memory.
+//! ([`crate::checkpoint::Schedule::save_part`]). Nothing of the server is copied in memory.
 
 use std::cell::RefCell;
 use std::time::Duration;
