@@ -78,6 +78,11 @@ def test_ctrl_c_stops_everything_the_example_started(repo, tmp_path):
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        # As from a terminal, where Ctrl-C reaches the script: a shell that
+        # starts with SIGINT ignored cannot trap it, and pytest inherits
+        # that disposition when run as a background job (`cmd &` in a
+        # script ignores SIGINT in what it starts).
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         assert proc.stdout is not None

@@ -83,10 +83,8 @@ pub fn run(
     let data_set = build_data_set(&config)?;
     let data = data_set.view();
     let model = build_model(&config, &data)?;
-    memory::check(
-        &memory::estimate(&config, &data, model.as_ref()),
-        output.max_memory,
-    )?;
+    let estimate = memory::estimate(&config, &data, model.as_ref());
+    memory::check(&estimate, output.max_memory)?;
     let progress = RoundProgress::start(&out.display().to_string(), config.rounds, output.quiet);
     let (summary, written) = reserved.run_into(
         |ready| {
@@ -121,6 +119,14 @@ pub fn run(
                 "{:.1} / {:.1}",
                 summary.bytes_down as f64 / 1e6,
                 summary.bytes_up as f64 / 1e6
+            ),
+        ],
+        vec![
+            "memory, estimated / peak".into(),
+            format!(
+                "{} / {}",
+                memory::gib(estimate.total()),
+                memory::peak_resident().map_or("unknown (no /proc)".into(), memory::gib)
             ),
         ],
     ];

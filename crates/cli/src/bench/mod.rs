@@ -260,8 +260,5 @@ pub fn resolve_threads(threads: usize) -> usize {
 
 /// The process's peak resident set (`VmHWM`), MiB; Linux only.
 pub(super) fn peak_rss_mib() -> Option<f64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib / 1024.0)
+    fedcluster_run::memory::peak_resident().map(|bytes| bytes as f64 / (1u64 << 20) as f64)
 }

@@ -1,6 +1,7 @@
 //! The memory a run may use (`--max-memory`, or what the machine has) and
 //! the check of an [`Estimate`](super::Estimate) against it; sizes as
-//! `--max-memory` takes them and as refusals print them.
+//! `--max-memory` takes them and as refusals print them; the memory this
+//! process has used at most ([`peak_resident`]).
 
 use anyhow::{Result, bail};
 
@@ -64,6 +65,13 @@ impl Limit {
 /// Checks `estimate` against `given` (`--max-memory`) or the machine.
 pub fn check(estimate: &Estimate, given: Option<u64>) -> Result<()> {
     Limit::resolve(given).map_or(Ok(()), |limit| limit.check(estimate))
+}
+
+/// This process's peak resident memory so far (`VmHWM`), bytes; Linux only.
+/// Read at the end of a run, it is the run's measured peak: a poll from
+/// outside can miss a peak reached just before the process exits.
+pub fn peak_resident() -> Option<u128> {
+    read_kib("/proc/self/status", "VmHWM:").map(|kib| kib * 1024)
 }
 
 fn read_kib(path: &str, key: &str) -> Option<u128> {

@@ -28,7 +28,7 @@ use crate::experiment::STORE_SYNTHETIC_UP_TO_BYTES;
 
 mod limit;
 
-pub use limit::{Limit, check, gib, parse_size};
+pub use limit::{Limit, check, gib, parse_size, peak_resident};
 
 /// Bytes a stored client costs besides its values, per split (the vectors of
 /// its features and targets and their allocations).
