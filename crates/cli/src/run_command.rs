@@ -122,7 +122,7 @@ pub fn run(
             ),
         ],
         vec![
-            "memory, estimated / peak".into(),
+            "memory est. / peak".into(),
             format!(
                 "{} / {}",
                 memory::gib(estimate.total()),

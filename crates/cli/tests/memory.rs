@@ -75,7 +75,7 @@ fn a_small_run_fits_and_a_tiny_limit_refuses_it() {
 }
 
 /// The peak resident memory (bytes) of `fedcluster run` on `toml`, as the
-/// run measures and prints it (`memory, estimated / peak`: its `VmHWM` read
+/// run measures and prints it (`memory est. / peak`: its `VmHWM` read
 /// at its end). Polling `/proc/<pid>/status` from here instead could miss a
 /// peak reached just before the process exited, when the poller was not
 /// scheduled in time (a CI run read CFL's growth 1.5x too high).
@@ -85,7 +85,7 @@ fn measured_peak(dir: &std::path::Path, toml: &str) -> u64 {
     let stdout = String::from_utf8_lossy(&o.stdout);
     let row = stdout
         .lines()
-        .find(|l| l.contains("memory, estimated / peak"))
+        .find(|l| l.contains("memory est. / peak"))
         .unwrap_or_else(|| panic!("no memory row in the run's table:\n{stdout}"));
     let words: Vec<&str> = row.split_whitespace().collect();
     let unit = words
