@@ -10,7 +10,6 @@
 # Results under $OUT: times.txt, metrics.txt (every run's metrics.csv), each run's table.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-S=gpu-smoke
 python3 -c "import lzma, shutil; shutil.copyfileobj(lzma.open('gpu-smoke/fedcluster.xz'), open('/tmp/fedcluster', 'wb'))" && chmod +x /tmp/fedcluster
 B=/tmp/fedcluster
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee $OUT/device.txt

@@ -4,10 +4,10 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use fedcluster_run::config::{DataConfig, RunConfig, data_dir_override};
 use fedcluster_run::experiment::{build_data, execute};
+use rayon::prelude::*;
 
 /// Shrinks any config to a one-round run on small data; `key?=value` touches
 /// only the keys a config has.
@@ -109,17 +109,8 @@ fn every_config_file_parses_and_runs_one_round_on_small_data() {
     assert!(!runs.is_empty(), "no config to run");
     // On every core: one config (the two-phase method's direct SVDs of
     // 1,970 x 1,970 moments) takes about half of the test's time.
-    let next = AtomicUsize::new(0);
-    let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
-    std::thread::scope(|scope| {
-        for _ in 0..workers.min(runs.len()) {
-            scope.spawn(|| {
-                while let Some((file, overrides)) = runs.get(next.fetch_add(1, Ordering::Relaxed)) {
-                    runs_one_round(file, overrides);
-                }
-            });
-        }
-    });
+    runs.par_iter()
+        .for_each(|(file, overrides)| runs_one_round(file, overrides));
 }
 
 /// Runs `file` with `overrides` and checks it ends after round 0.

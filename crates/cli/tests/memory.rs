@@ -87,18 +87,13 @@ fn measured_peak(dir: &std::path::Path, toml: &str) -> u64 {
         .lines()
         .find(|l| l.contains("memory est. / peak"))
         .unwrap_or_else(|| panic!("no memory row in the run's table:\n{stdout}"));
-    let words: Vec<&str> = row.split_whitespace().collect();
-    let unit = words
-        .iter()
-        .rposition(|w| *w == "MiB" || *w == "GiB")
-        .unwrap_or_else(|| panic!("no peak in {row:?}"));
-    let number: f64 = words[unit - 1].parse().unwrap();
-    let scale = if words[unit] == "MiB" {
-        1u64 << 20
-    } else {
-        1 << 30
-    };
-    (number * scale as f64) as u64
+    // `| memory est. / peak | 94.6 MiB / 120.0 MiB |`: the value's last size.
+    let value = row
+        .split('|')
+        .nth(2)
+        .unwrap_or_else(|| panic!("no value in {row:?}"));
+    let peak = value.rsplit(" / ").next().unwrap();
+    memory::parse_size(peak).unwrap_or_else(|e| panic!("{row:?}: {e:#}"))
 }
 
 /// Local training on mixed regression of `clients` clients of one
