@@ -65,6 +65,28 @@ pub trait Algorithm: 'static {
     fn bytes_per_client_pair(_config: &Self::Config) -> usize {
         0
     }
+
+    /// A fork (`--fork-from`): `server`, read from a checkpoint of a run of
+    /// this algorithm under another config, goes on under `config`, which
+    /// differs from the checkpoint's in the algorithm fields `differing`
+    /// (dotted, relative to `[algorithm]`). An algorithm accepts only when
+    /// the rounds so far used none of them, so that the fork computes what a
+    /// run of `config` from its first round computes; the client halves are
+    /// kept as they are, so a field they hold may never differ. The default
+    /// refuses every fork.
+    fn continue_under(
+        _server: &mut Self::Server,
+        _config: &Checked<Self::Config>,
+        differing: &[String],
+    ) -> Result<(), String> {
+        Err(match differing.is_empty() {
+            true => "it continues only its own checkpoints (`--resume`)".to_string(),
+            false => format!(
+                "it continues only its own checkpoints (`--resume`); this config changes {}",
+                differing.join(", ")
+            ),
+        })
+    }
 }
 
 /// Everything a server half may be built from besides its config.

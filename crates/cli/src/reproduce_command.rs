@@ -54,6 +54,26 @@ pub struct GridArgs {
     /// between processes sharing one --out.
     #[arg(long = "only-seed", value_name = "SEED")]
     pub only_seeds: Vec<u64>,
+    /// Start each selected run that has no checkpoint of its own from the
+    /// checkpoint in DIR (a <run dir>.checkpoint/ directory, or a copy of it)
+    /// of the same seed's run of METHOD, when the two differ only where the
+    /// algorithm allows (ONE_SHOT-IFCA from SR-FCA's checkpoint before
+    /// ONE_SHOT's clustering); the result is what the run computes from its
+    /// first round.
+    #[arg(long, value_name = "METHOD=DIR", value_parser = parse_fork)]
+    pub fork_from: Option<(String, PathBuf)>,
+}
+
+/// `METHOD=DIR` of `--fork-from`.
+fn parse_fork(value: &str) -> Result<(String, PathBuf), String> {
+    match value.split_once('=') {
+        Some((method, dir)) if !method.is_empty() && !dir.is_empty() => {
+            Ok((method.to_string(), PathBuf::from(dir)))
+        }
+        _ => Err(format!(
+            "expected METHOD=DIR (a method key of the experiment and its checkpoint directory), got {value:?}"
+        )),
+    }
 }
 
 /// The flags of the experiments on real data.
@@ -205,6 +225,7 @@ impl GridArgs {
             only_settings: self.only_settings,
             only_methods: self.only_methods,
             only_seeds: self.only_seeds,
+            fork_from: self.fork_from,
         };
         (protocol, options)
     }

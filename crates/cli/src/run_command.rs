@@ -70,6 +70,7 @@ pub fn run(
             (false, 0) => WithinRounds::LongRounds,
             (false, _) => WithinRounds::Never,
         },
+        fork: None,
     };
     if output.resume && std::fs::symlink_metadata(&checkpoint.path).is_err() {
         eprintln!(

@@ -438,3 +438,96 @@ fn a_damaged_checkpoint_is_refused_naming_it() {
     assert!(err.contains("to start it over"), "{err}");
     let _ = std::fs::remove_dir_all(&out);
 }
+
+/// `--fork-from ifca=DIR` with DIR a copy of the ifca run's own checkpoint,
+/// taken from a killed run: a fresh `--out` starts from it ("forking from"),
+/// ends where the never-killed run ends, byte for byte, and leaves the copy
+/// as it was; a fork from another method's config is refused naming why,
+/// and a bad `--fork-from` value or method is refused before anything runs.
+#[test]
+fn a_run_forked_from_a_copy_of_its_checkpoint_ends_where_the_run_ends() {
+    let args = |out: &Path, extra: &[&str]| -> Vec<String> {
+        [
+            "reproduce",
+            "mixed-regression",
+            "--only-setting",
+            "a",
+            "--only-method",
+            "ifca",
+            "--rounds",
+            "3000",
+            "--seeds",
+            "1",
+            "--threads",
+            "1",
+            "--checkpoint-every",
+            "100",
+        ]
+        .iter()
+        .chain(extra)
+        .map(|a| a.to_string())
+        .chain(["--out".into(), out.display().to_string()])
+        .collect()
+    };
+    let killed = temp_dir("fork-source");
+    let checkpoint = killed.join("runs/a/ifca/seed-1.checkpoint/checkpoint.bin");
+    let mut child = fedcluster(&[]).args(args(&killed, &[])).spawn().unwrap();
+    let start = std::time::Instant::now();
+    while !checkpoint.exists() && start.elapsed() < Duration::from_secs(120) {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let copy = killed.join("copy.checkpoint");
+    std::fs::create_dir_all(&copy).unwrap();
+    std::fs::copy(&checkpoint, copy.join("checkpoint.bin")).unwrap();
+    let before = std::fs::read(copy.join("checkpoint.bin")).unwrap();
+    let fork_from = format!("ifca={}", copy.display());
+
+    let forked = temp_dir("forked");
+    let run = fedcluster(&[])
+        .args(args(&forked, &["--fork-from", &fork_from]))
+        .output()
+        .unwrap();
+    let log = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "{log}");
+    assert!(log.contains(": forking from "), "{log}");
+    assert_eq!(std::fs::read(copy.join("checkpoint.bin")).unwrap(), before);
+    let whole = temp_dir("never-forked");
+    assert!(
+        fedcluster(&[])
+            .args(args(&whole, &[]))
+            .output()
+            .unwrap()
+            .status
+            .success()
+    );
+    let metrics = |out: &Path| std::fs::read(out.join("runs/a/ifca/seed-1/metrics.csv")).unwrap();
+    assert!(
+        metrics(&forked) == metrics(&whole),
+        "the forked run differs"
+    );
+
+    let refused = |extra: &[&str]| {
+        let out = temp_dir("fork-refused");
+        let o = fedcluster(&[]).args(args(&out, extra)).output().unwrap();
+        assert!(!o.status.success());
+        assert!(!out.join("runs/a/ifca/seed-1/metrics.csv").exists());
+        let _ = std::fs::remove_dir_all(&out);
+        String::from_utf8_lossy(&o.stderr).into_owned()
+    };
+    let other = format!("oracle={}", copy.display());
+    let e = refused(&["--fork-from", &other]);
+    assert!(
+        e.contains("copy.checkpoint") && e.contains("not the checkpoint of the method forked from"),
+        "{e}"
+    );
+    let e = refused(&["--fork-from", "ifca"]);
+    assert!(e.contains("expected METHOD=DIR"), "{e}");
+    let nope = format!("nope={}", copy.display());
+    let e = refused(&["--fork-from", &nope]);
+    assert!(e.contains("has no such method; known: two-phase-s1"), "{e}");
+    for out in [killed, forked, whole] {
+        let _ = std::fs::remove_dir_all(out);
+    }
+}

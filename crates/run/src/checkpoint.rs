@@ -64,6 +64,18 @@ pub struct Policy {
     pub resume: bool,
     /// Whether to checkpoint between the clients of a round too.
     pub within_rounds: WithinRounds,
+    /// Without a checkpoint of its own to resume, start from another
+    /// config's checkpoint.
+    pub fork: Option<Fork>,
+}
+
+/// Where a fork starts ([`crate::fork`]).
+#[derive(Debug, Clone)]
+pub struct Fork {
+    /// The other run's checkpoint file (`checkpoint.bin`).
+    pub checkpoint: PathBuf,
+    /// The config it was written under.
+    pub config: RunConfig,
 }
 
 /// Whether a run also checkpoints between the clients of a round (the
@@ -317,6 +329,32 @@ pub fn load_part<S: DeserializeOwned, C: DeserializeOwned>(
     config: &str,
     round: usize,
 ) -> Result<Option<Part<S, C>>> {
+    read_part(checkpoint, config, round, Stale::Remove)
+}
+
+/// [`load_part`] for a checkpoint this run does not own (a fork's): a part
+/// file of another round is ignored, never removed.
+pub fn peek_part<S: DeserializeOwned, C: DeserializeOwned>(
+    checkpoint: &Path,
+    config: &str,
+    round: usize,
+) -> Result<Option<Part<S, C>>> {
+    read_part(checkpoint, config, round, Stale::Keep)
+}
+
+/// What [`read_part`] does with a part file of another round.
+#[derive(PartialEq)]
+enum Stale {
+    Remove,
+    Keep,
+}
+
+fn read_part<S: DeserializeOwned, C: DeserializeOwned>(
+    checkpoint: &Path,
+    config: &str,
+    round: usize,
+    stale: Stale,
+) -> Result<Option<Part<S, C>>> {
     let path = checkpoint.with_file_name(PART_FILE);
     let identity = part_identity(config, round);
     let (file, len) = match fedcluster_state::verify_sealed_file(
@@ -328,8 +366,10 @@ pub fn load_part<S: DeserializeOwned, C: DeserializeOwned>(
         Ok(opened) => opened,
         Err(e) if e.is_missing() => return Ok(None),
         Err(fedcluster_state::StateError::OtherIdentity { .. }) => {
-            std::fs::remove_file(&path)
-                .with_context(|| format!("cannot remove {}", path.display()))?;
+            if stale == Stale::Remove {
+                std::fs::remove_file(&path)
+                    .with_context(|| format!("cannot remove {}", path.display()))?;
+            }
             return Ok(None);
         }
         Err(e) => bail!("{e}; pass --overwrite to start over"),
@@ -351,6 +391,34 @@ pub fn load<S: DeserializeOwned, C: DeserializeOwned>(
     path: &Path,
     config: &str,
 ) -> Result<Option<Saved<S, C>>> {
+    read_saved(
+        path,
+        config,
+        "resume with the same config and --set values, or pass --overwrite to start over",
+        "pass --overwrite to start over",
+    )
+}
+
+/// [`load`] for a fork: the checkpoint of another run, which must be of
+/// `config` (the config of the run forked from).
+pub fn load_fork<S: DeserializeOwned, C: DeserializeOwned>(
+    path: &Path,
+    config: &str,
+) -> Result<Option<Saved<S, C>>> {
+    read_saved(
+        path,
+        config,
+        "not the checkpoint of the method forked from",
+        "not a checkpoint to fork from",
+    )
+}
+
+fn read_saved<S: DeserializeOwned, C: DeserializeOwned>(
+    path: &Path,
+    config: &str,
+    other_config: &str,
+    damaged: &str,
+) -> Result<Option<Saved<S, C>>> {
     let (file, len) = match fedcluster_state::verify_sealed_file(
         path,
         "checkpoint",
@@ -360,17 +428,15 @@ pub fn load<S: DeserializeOwned, C: DeserializeOwned>(
         Ok(opened) => opened,
         Err(e) if e.is_missing() => return Ok(None),
         Err(fedcluster_state::StateError::OtherIdentity { .. }) => bail!(
-            "{}: the checkpoint was written by another config; resume with the same config and \
-             --set values, or pass --overwrite to start over",
+            "{}: the checkpoint was written by another config; {other_config}",
             path.display()
         ),
-        Err(e) => bail!("{e}; pass --overwrite to start over"),
+        Err(e) => bail!("{e}; {damaged}"),
     };
     let saved: Saved<S, C> = decode(path, file, len)?;
     if saved.config != config {
         bail!(
-            "{}: the checkpoint was written by another config; resume with the same config and \
-             --set values, or pass --overwrite to start over",
+            "{}: the checkpoint was written by another config; {other_config}",
             path.display()
         );
     }

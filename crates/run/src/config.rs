@@ -138,6 +138,13 @@ impl RunConfig {
         Self::parse(&text, overrides, &path.display().to_string())
     }
 
+    /// Whether the round `round` (from 0) is scored on the test split: the
+    /// last, and those `eval_every` and `eval_at` name.
+    pub fn evaluates(&self, round: usize) -> bool {
+        let periodic = self.eval_every > 0 && (round + 1).is_multiple_of(self.eval_every);
+        round + 1 == self.rounds || periodic || self.eval_at.contains(&(round + 1))
+    }
+
     /// The config as TOML, every default filled in.
     pub fn to_toml(&self) -> Result<String> {
         Ok(toml::to_string_pretty(self)?)

@@ -287,6 +287,7 @@ impl Visit for InProcessRun<'_, '_> {
     fn visit<A: Algorithm>(self, config: Checked<A::Config>) -> Result<Outcome> {
         check_starts_from::<A>(self.driver.config, &self.setup)?;
         let client = A::client(&config);
+        let forked_config = config.clone();
         let mut server = A::server(config, &self.setup).map_err(algorithm_field)?;
         let d = &self.driver;
         let mut transport = InProcess::with_prototype(
@@ -301,23 +302,45 @@ impl Visit for InProcessRun<'_, '_> {
             progress,
             checkpoint,
         } = self.control;
-        ready()?;
         let threads = Some(transport.threads());
         let Some(policy) = checkpoint else {
+            ready()?;
             let outcome = d.drive(server, &mut transport, progress)?;
             return Ok(Outcome { threads, ..outcome });
         };
         let key = checkpoint::config_key(d.config)?;
         let mut start = Start::default();
         let mut schedule = checkpoint::Schedule::new(policy.clone());
-        if policy.resume
-            && let Some(saved) = checkpoint::load::<A::Server, A::Client>(&policy.path, &key)?
-        {
+        let own = match policy.resume {
+            true => checkpoint::load::<A::Server, A::Client>(&policy.path, &key)?,
+            false => None,
+        };
+        let (resumed, forked) = match (own, &policy.fork) {
+            (Some(saved), _) => {
+                let round = saved.next_round;
+                schedule.saved_before(round);
+                let part =
+                    checkpoint::load_part::<A::Server, A::Client>(&policy.path, &key, round)?;
+                (Some((saved, part)), false)
+            }
+            (None, Some(fork)) => {
+                let forked = crate::fork::load::<A>(fork, d.config, &forked_config)?;
+                (Some(forked), true)
+            }
+            (None, None) => (None, false),
+        };
+        // A checkpoint that does not fit this run is refused before the run
+        // directory is created.
+        ready()?;
+        if let (Some((saved, part)), true) = (&resumed, forked) {
+            // A fork's start becomes this run's own checkpoint before its
+            // first round: a kill from now on resumes without the source.
+            crate::fork::save_start(&mut schedule, &key, saved, part.as_ref())?;
+        }
+        if let Some((saved, part)) = resumed {
             server = saved.server;
             transport.restore_halves(saved.clients)?;
             let round = saved.next_round;
-            schedule.saved_before(round);
-            let part = checkpoint::load_part::<A::Server, A::Client>(&policy.path, &key, round)?;
             let interrupted = match part {
                 Some(part) => {
                     transport.restore_halves(part.clients)?;
@@ -476,9 +499,7 @@ impl<'a> Driver<'a> {
         let state = RefCell::new(so_far);
         let observe = |event: RoundEvent<'_>| {
             let last = event.round + 1 == cfg.rounds;
-            let periodic = (cfg.eval_every > 0 && (event.round + 1).is_multiple_of(cfg.eval_every))
-                || cfg.eval_at.contains(&(event.round + 1));
-            let evaluate = (last || periodic) && self.data.test.num_clients() > 0;
+            let evaluate = cfg.evaluates(event.round) && self.data.test.num_clients() > 0;
             let recs = records(&event, &truth, evaluate.then_some(&test));
             let mut s = state.borrow_mut();
             s.selected = event.snapshot.selected;

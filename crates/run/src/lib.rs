@@ -6,14 +6,16 @@
 //! [`experiment`] builds them and drives the rounds in process, [`network`] and
 //! [`hosted_client`] across machines, [`bridge`] under an outside driver (the
 //! Python halves, Flower). [`rundir`] writes what a run produced, [`checkpoint`]
-//! lets it resume, [`model_file`] reads and writes its final models, [`chart`]
-//! draws its curves (and the reproductions' plots).
+//! lets it resume ([`fork`]: or start from another config's checkpoint),
+//! [`model_file`] reads and writes its final models, [`chart`] draws its
+//! curves (and the reproductions' plots).
 
 pub mod bridge;
 pub mod chart;
 pub mod checkpoint;
 pub mod config;
 pub mod experiment;
+pub mod fork;
 pub mod hosted_client;
 pub mod memory;
 mod mid_round;

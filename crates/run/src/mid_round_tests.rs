@@ -57,6 +57,7 @@ fn long_rounds_split_into_parts_give_the_whole_rounds_results() {
         every: Duration::ZERO,
         resume: false,
         within_rounds: WithinRounds::LongRounds,
+        fork: None,
     };
     let whole = run(2, None);
     let split = run(1, Some(policy));

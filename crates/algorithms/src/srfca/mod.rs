@@ -53,10 +53,16 @@
 //! With `then = { kind = "ifca", local_steps }` steps 4-5 are replaced by IFCA
 //! with model averaging from ONE_SHOT's clusters (each starting at the mean of
 //! its members' local models): the paper's ONE_SHOT-IFCA baseline.
+//!
+//! Steps 1-2 read none of `then`, `threshold`, `min_size`, `clustering`,
+//! `trim` and `clients_per_round`, so a checkpoint taken before step 3 goes
+//! on under a config that differs in those alone (`--fork-from`, `fork`):
+//! ONE_SHOT-IFCA from SR-FCA's ONE_SHOT.
 
 mod client;
 mod clustering;
 mod config;
+mod fork;
 mod messages;
 mod pivot;
 mod plan;
@@ -72,6 +78,7 @@ pub use clustering::{merge, merge_with, one_shot, one_shot_with, recluster, reso
 pub use config::{
     AfterOneShot, Clustering, Config, Distance, LossScale, RefineSchedule, Threshold,
 };
+pub use fork::FORKABLE;
 pub use messages::{Down, Up};
 pub use pivot::{Cut, pivot_clusters};
 pub use resample::DataSplit;
@@ -113,6 +120,17 @@ impl Algorithm for SrFca {
     /// (1,000 to 3,000 clients).
     fn bytes_per_client_pair(_config: &Config) -> usize {
         29
+    }
+
+    /// Before ONE_SHOT's clustering, into a config that differs only in what
+    /// the clustering and later stages read (`fork`): SR-FCA and
+    /// ONE_SHOT-IFCA share ONE_SHOT.
+    fn continue_under(
+        server: &mut SrFcaServer,
+        config: &Checked<Config>,
+        differing: &[String],
+    ) -> Result<(), String> {
+        fork::continue_under(server, config, differing)
     }
 }
 

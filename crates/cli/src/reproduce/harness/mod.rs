@@ -26,6 +26,7 @@ use crate::progress::LineLog;
 use fedcluster_run::checkpoint::{CHECKPOINT_FILE, PART_FILE, Policy, WithinRounds};
 use fedcluster_run::config::RunConfig;
 use fedcluster_run::experiment::{Control, build_data_set, build_model, execute_controlled};
+use fedcluster_run::fork::Fork;
 use fedcluster_run::memory;
 use fedcluster_run::rundir::sibling;
 
@@ -55,6 +56,10 @@ pub struct RunOptions {
     /// Checkpoint each run every this many rounds (0: every
     /// [`CHECKPOINT_EVERY`]; see [`checkpoint_policy`]).
     pub checkpoint_every: usize,
+    /// `--fork-from METHOD=DIR`: a selected run without a checkpoint of its
+    /// own starts from the checkpoint in DIR of the same seed's run of METHOD
+    /// (`fedcluster_run::fork`).
+    pub fork_from: Option<(String, PathBuf)>,
 }
 
 /// One cell of the grid: a (setting, method, seed).
@@ -226,6 +231,10 @@ pub fn run(exp: &Experiment, o: &RunOptions) -> Result<String> {
             lines.start(&what);
         }
         let config = grid.config(&cell).with_context(|| label.clone())?;
+        let fork = match &o.fork_from {
+            Some((key, from)) => Some(grid.fork(&cell, key, from).with_context(|| label.clone())?),
+            None => None,
+        };
         let data = grid.data(&config).with_context(|| label.clone())?;
         let rounds = config.rounds;
         let data = data.view();
@@ -235,6 +244,17 @@ pub fn run(exp: &Experiment, o: &RunOptions) -> Result<String> {
         let dir = exp.run_dir(&o.out, &cell);
         let checkpoint =
             checkpoint_policy(&dir, o.checkpoint_every).with_context(|| label.clone())?;
+        let mut checkpoint = checkpoint;
+        if let Some(fork) = fork
+            && !checkpoint.path.is_file()
+        {
+            let forking = format!("{what}: forking from {}", fork.checkpoint.display());
+            match &lines {
+                Some(lines) => lines.note(&forking),
+                None => bar.println(forking),
+            }
+            checkpoint.fork = Some(fork);
+        }
         let checkpoint_dir = checkpoint.path.parent().map(Path::to_path_buf);
         if checkpoint.path.is_file() {
             let part = checkpoint.path.with_file_name(PART_FILE);
@@ -316,6 +336,7 @@ fn checkpoint_policy(dir: &Path, every_rounds: usize) -> Result<Policy> {
             0 => WithinRounds::LongRounds,
             _ => WithinRounds::Never,
         },
+        fork: None,
     })
 }
 
@@ -468,6 +489,33 @@ impl Grid<'_> {
         };
         let derived = derive(&self.data(&config)?.view());
         self.exp.config(cell, &derived, self.threads)
+    }
+
+    /// `--fork-from key=from` for `cell`: the checkpoint in `from` (a
+    /// checkpoint directory or its file) of the run of method `key` at
+    /// `cell`'s setting and seed.
+    fn fork(&mut self, cell: &Cell, key: &str, from: &Path) -> Result<Fork> {
+        let methods = &self.exp.methods;
+        let Some(method) = methods.iter().position(|m| m.key.eq_ignore_ascii_case(key)) else {
+            let known: Vec<&str> = methods.iter().map(|m| m.key).collect();
+            bail!(
+                "--fork-from {key}=...: {} has no such method; known: {}",
+                self.exp.name,
+                known.join(", ")
+            );
+        };
+        let source = Cell {
+            setting: cell.setting,
+            method,
+            seed: cell.seed,
+        };
+        Ok(Fork {
+            checkpoint: match from.is_dir() {
+                true => from.join(CHECKPOINT_FILE),
+                false => from.to_path_buf(),
+            },
+            config: self.config(&source)?,
+        })
     }
 }
 
