@@ -343,44 +343,53 @@ fn a_killed_reproduction_resumes_without_redoing_finished_runs() {
     let _ = std::fs::remove_dir_all(&out);
 }
 
-/// A run killed with SIGKILL mid-way resumes from its checkpoint in
-/// `<run dir>.checkpoint/` and saves, byte for byte, the `metrics.csv` of the
-/// run that was never interrupted; the checkpoint is removed once it is saved.
-#[test]
-fn a_run_killed_mid_way_resumes_from_its_checkpoint() {
-    let args = |out: &Path| -> Vec<String> {
-        [
-            "reproduce",
-            "mixed-regression",
-            "--only-setting",
-            "a",
-            "--only-method",
-            "ifca",
-            "--rounds",
-            "3000",
-            "--seeds",
-            "1",
-            "--threads",
-            "1",
-            "--checkpoint-every",
-            "100",
-            "--out",
-        ]
-        .iter()
-        .map(|a| a.to_string())
-        .chain([out.display().to_string()])
-        .collect()
-    };
-    let killed = temp_dir("killed-mid-run");
-    let run = killed.join("runs/a/ifca/seed-1");
-    let checkpoint = killed.join("runs/a/ifca/seed-1.checkpoint/checkpoint.bin");
-    let mut child = fedcluster(&[]).args(args(&killed)).spawn().unwrap();
+/// `reproduce mixed-regression`'s IFCA alone, long (3,000 rounds,
+/// checkpointed every 100), with `extra` flags, into `out`.
+fn long_ifca(out: &Path, extra: &[&str]) -> Vec<String> {
+    [
+        "reproduce",
+        "mixed-regression",
+        "--only-setting",
+        "a",
+        "--only-method",
+        "ifca",
+        "--rounds",
+        "3000",
+        "--seeds",
+        "1",
+        "--threads",
+        "1",
+        "--checkpoint-every",
+        "100",
+    ]
+    .iter()
+    .chain(extra)
+    .map(|a| a.to_string())
+    .chain(["--out".into(), out.display().to_string()])
+    .collect()
+}
+
+/// Runs `args` and kills it once `checkpoint` is on disk (or after 2 min).
+fn kill_once_checkpointed(args: &[String], checkpoint: &Path) {
+    let mut child = fedcluster(&[]).args(args).spawn().unwrap();
     let start = std::time::Instant::now();
     while !checkpoint.exists() && start.elapsed() < Duration::from_secs(120) {
         std::thread::sleep(Duration::from_millis(1));
     }
     child.kill().unwrap();
     child.wait().unwrap();
+}
+
+/// A run killed with SIGKILL mid-way resumes from its checkpoint in
+/// `<run dir>.checkpoint/` and saves, byte for byte, the `metrics.csv` of the
+/// run that was never interrupted; the checkpoint is removed once it is saved.
+#[test]
+fn a_run_killed_mid_way_resumes_from_its_checkpoint() {
+    let args = |out: &Path| long_ifca(out, &[]);
+    let killed = temp_dir("killed-mid-run");
+    let run = killed.join("runs/a/ifca/seed-1");
+    let checkpoint = killed.join("runs/a/ifca/seed-1.checkpoint/checkpoint.bin");
+    kill_once_checkpointed(&args(&killed), &checkpoint);
     assert!(
         checkpoint.exists() && !run.join("metrics.csv").exists(),
         "the kill should land after a checkpoint and before the run is saved"
@@ -446,38 +455,9 @@ fn a_damaged_checkpoint_is_refused_naming_it() {
 /// and a bad `--fork-from` value or method is refused before anything runs.
 #[test]
 fn a_run_forked_from_a_copy_of_its_checkpoint_ends_where_the_run_ends() {
-    let args = |out: &Path, extra: &[&str]| -> Vec<String> {
-        [
-            "reproduce",
-            "mixed-regression",
-            "--only-setting",
-            "a",
-            "--only-method",
-            "ifca",
-            "--rounds",
-            "3000",
-            "--seeds",
-            "1",
-            "--threads",
-            "1",
-            "--checkpoint-every",
-            "100",
-        ]
-        .iter()
-        .chain(extra)
-        .map(|a| a.to_string())
-        .chain(["--out".into(), out.display().to_string()])
-        .collect()
-    };
     let killed = temp_dir("fork-source");
     let checkpoint = killed.join("runs/a/ifca/seed-1.checkpoint/checkpoint.bin");
-    let mut child = fedcluster(&[]).args(args(&killed, &[])).spawn().unwrap();
-    let start = std::time::Instant::now();
-    while !checkpoint.exists() && start.elapsed() < Duration::from_secs(120) {
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    child.kill().unwrap();
-    child.wait().unwrap();
+    kill_once_checkpointed(&long_ifca(&killed, &[]), &checkpoint);
     let copy = killed.join("copy.checkpoint");
     std::fs::create_dir_all(&copy).unwrap();
     std::fs::copy(&checkpoint, copy.join("checkpoint.bin")).unwrap();
@@ -486,7 +466,7 @@ fn a_run_forked_from_a_copy_of_its_checkpoint_ends_where_the_run_ends() {
 
     let forked = temp_dir("forked");
     let run = fedcluster(&[])
-        .args(args(&forked, &["--fork-from", &fork_from]))
+        .args(long_ifca(&forked, &["--fork-from", &fork_from]))
         .output()
         .unwrap();
     let log = String::from_utf8_lossy(&run.stderr);
@@ -496,7 +476,7 @@ fn a_run_forked_from_a_copy_of_its_checkpoint_ends_where_the_run_ends() {
     let whole = temp_dir("never-forked");
     assert!(
         fedcluster(&[])
-            .args(args(&whole, &[]))
+            .args(long_ifca(&whole, &[]))
             .output()
             .unwrap()
             .status
@@ -510,7 +490,10 @@ fn a_run_forked_from_a_copy_of_its_checkpoint_ends_where_the_run_ends() {
 
     let refused = |extra: &[&str]| {
         let out = temp_dir("fork-refused");
-        let o = fedcluster(&[]).args(args(&out, extra)).output().unwrap();
+        let o = fedcluster(&[])
+            .args(long_ifca(&out, extra))
+            .output()
+            .unwrap();
         assert!(!o.status.success());
         assert!(!out.join("runs/a/ifca/seed-1/metrics.csv").exists());
         let _ = std::fs::remove_dir_all(&out);

@@ -321,39 +321,41 @@ fn part_identity(config: &str, round: usize) -> String {
     )
 }
 
+/// Whose checkpoint a run reads: its own (a resume: a part file of another
+/// round, left by a run killed as it moved on, is removed) or another run's
+/// (a fork's source: nothing there is removed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Whose {
+    /// The run's own.
+    Own,
+    /// Another run's, forked from.
+    Other,
+}
+
+impl Whose {
+    /// What to do about a checkpoint of another config, and about a damaged one.
+    fn advice(self) -> (&'static str, &'static str) {
+        match self {
+            Whose::Own => (
+                "resume with the same config and --set values, or pass --overwrite to start over",
+                "pass --overwrite to start over",
+            ),
+            Whose::Other => (
+                "not the checkpoint of the method forked from",
+                "not a checkpoint to fork from",
+            ),
+        }
+    }
+}
+
 /// Reads the part file beside the checkpoint at `checkpoint` if it holds
 /// round `round` of the config `config`; `None` when there is none, or one
-/// of another round (left by a run killed as it moved on: removed).
+/// of another round (then removed when it is the run's own).
 pub fn load_part<S: DeserializeOwned, C: DeserializeOwned>(
     checkpoint: &Path,
     config: &str,
     round: usize,
-) -> Result<Option<Part<S, C>>> {
-    read_part(checkpoint, config, round, Stale::Remove)
-}
-
-/// [`load_part`] for a checkpoint this run does not own (a fork's): a part
-/// file of another round is ignored, never removed.
-pub fn peek_part<S: DeserializeOwned, C: DeserializeOwned>(
-    checkpoint: &Path,
-    config: &str,
-    round: usize,
-) -> Result<Option<Part<S, C>>> {
-    read_part(checkpoint, config, round, Stale::Keep)
-}
-
-/// What [`read_part`] does with a part file of another round.
-#[derive(PartialEq)]
-enum Stale {
-    Remove,
-    Keep,
-}
-
-fn read_part<S: DeserializeOwned, C: DeserializeOwned>(
-    checkpoint: &Path,
-    config: &str,
-    round: usize,
-    stale: Stale,
+    whose: Whose,
 ) -> Result<Option<Part<S, C>>> {
     let path = checkpoint.with_file_name(PART_FILE);
     let identity = part_identity(config, round);
@@ -366,13 +368,13 @@ fn read_part<S: DeserializeOwned, C: DeserializeOwned>(
         Ok(opened) => opened,
         Err(e) if e.is_missing() => return Ok(None),
         Err(fedcluster_state::StateError::OtherIdentity { .. }) => {
-            if stale == Stale::Remove {
+            if whose == Whose::Own {
                 std::fs::remove_file(&path)
                     .with_context(|| format!("cannot remove {}", path.display()))?;
             }
             return Ok(None);
         }
-        Err(e) => bail!("{e}; pass --overwrite to start over"),
+        Err(e) => bail!("{e}; {}", whose.advice().1),
     };
     let part: Part<S, C> = decode(&path, file, len)?;
     if part.config != config || part.round != round {
@@ -385,40 +387,14 @@ fn read_part<S: DeserializeOwned, C: DeserializeOwned>(
 }
 
 /// Reads the checkpoint at `path`, written by a run of the config `config`
-/// ([`config_key`]); `None` when there is none. Checked whole before it is
-/// decoded (see the module docs).
+/// ([`config_key`]), `whose` it is; `None` when there is none. Checked whole
+/// before it is decoded (see the module docs).
 pub fn load<S: DeserializeOwned, C: DeserializeOwned>(
     path: &Path,
     config: &str,
+    whose: Whose,
 ) -> Result<Option<Saved<S, C>>> {
-    read_saved(
-        path,
-        config,
-        "resume with the same config and --set values, or pass --overwrite to start over",
-        "pass --overwrite to start over",
-    )
-}
-
-/// [`load`] for a fork: the checkpoint of another run, which must be of
-/// `config` (the config of the run forked from).
-pub fn load_fork<S: DeserializeOwned, C: DeserializeOwned>(
-    path: &Path,
-    config: &str,
-) -> Result<Option<Saved<S, C>>> {
-    read_saved(
-        path,
-        config,
-        "not the checkpoint of the method forked from",
-        "not a checkpoint to fork from",
-    )
-}
-
-fn read_saved<S: DeserializeOwned, C: DeserializeOwned>(
-    path: &Path,
-    config: &str,
-    other_config: &str,
-    damaged: &str,
-) -> Result<Option<Saved<S, C>>> {
+    let (other_config, damaged) = whose.advice();
     let (file, len) = match fedcluster_state::verify_sealed_file(
         path,
         "checkpoint",

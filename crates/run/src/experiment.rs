@@ -15,7 +15,7 @@ use fedcluster_sim::parts::Interrupted;
 use fedcluster_sim::record::{TestPick, TestSet, Truth, records};
 use fedcluster_sim::{InProcess, RoundEvent, Rounds, Transport, run_in_parts};
 
-use crate::checkpoint;
+use crate::checkpoint::{self, Whose};
 
 use crate::config::{RunConfig, data_root};
 use crate::mid_round::{MidRound, RunParts, WholeRounds, WithRecords};
@@ -312,15 +312,19 @@ impl Visit for InProcessRun<'_, '_> {
         let mut start = Start::default();
         let mut schedule = checkpoint::Schedule::new(policy.clone());
         let own = match policy.resume {
-            true => checkpoint::load::<A::Server, A::Client>(&policy.path, &key)?,
+            true => checkpoint::load::<A::Server, A::Client>(&policy.path, &key, Whose::Own)?,
             false => None,
         };
         let (resumed, forked) = match (own, &policy.fork) {
             (Some(saved), _) => {
                 let round = saved.next_round;
                 schedule.saved_before(round);
-                let part =
-                    checkpoint::load_part::<A::Server, A::Client>(&policy.path, &key, round)?;
+                let part = checkpoint::load_part::<A::Server, A::Client>(
+                    &policy.path,
+                    &key,
+                    round,
+                    Whose::Own,
+                )?;
                 (Some((saved, part)), false)
             }
             (None, Some(fork)) => {

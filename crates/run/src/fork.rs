@@ -25,7 +25,7 @@ use fedcluster_algorithms::{Algorithm, Checked};
 use fedcluster_core::ClientId;
 
 pub use crate::checkpoint::Fork;
-use crate::checkpoint::{self, Part, PartRef, Saved, Schedule};
+use crate::checkpoint::{self, Part, PartRef, Saved, Schedule, Whose};
 use crate::config::RunConfig;
 
 /// A fork's checkpoint read back for this run: the state after its rounds,
@@ -100,7 +100,8 @@ pub(crate) fn load<A: Algorithm>(
         );
     }
     let key = checkpoint::config_key(&fork.config)?;
-    let Some(mut saved) = checkpoint::load_fork::<A::Server, A::Client>(path, &key)? else {
+    let Some(mut saved) = checkpoint::load::<A::Server, A::Client>(path, &key, Whose::Other)?
+    else {
         bail!("{}: no checkpoint there", context());
     };
     if saved.next_round > to.rounds {
@@ -139,7 +140,8 @@ pub(crate) fn load<A: Algorithm>(
     if !same_run {
         A::continue_under(&mut saved.server, config, &algorithm).map_err(refused)?;
     }
-    let mut part = checkpoint::peek_part::<A::Server, A::Client>(path, &key, saved.next_round)?;
+    let mut part =
+        checkpoint::load_part::<A::Server, A::Client>(path, &key, saved.next_round, Whose::Other)?;
     if let Some(part) = &mut part
         && !same_run
     {
