@@ -101,6 +101,23 @@ impl Experiment {
         self.config(&cell, &[], 0)
     }
 
+    /// The index of the method `key` (`--fork-from`'s), or an error naming
+    /// the known ones.
+    fn method_index(&self, key: &str) -> Result<usize> {
+        let methods = &self.methods;
+        match methods.iter().position(|m| m.key.eq_ignore_ascii_case(key)) {
+            Some(index) => Ok(index),
+            None => {
+                let known: Vec<&str> = methods.iter().map(|m| m.key).collect();
+                bail!(
+                    "--fork-from {key}=...: {} has no such method; known: {}",
+                    self.name,
+                    known.join(", ")
+                )
+            }
+        }
+    }
+
     /// Where the run of `cell` is saved.
     fn run_dir(&self, out: &Path, cell: &Cell) -> PathBuf {
         out.join("runs")
@@ -198,6 +215,9 @@ impl Experiment {
 /// report from every finished run there; returns the report's tables.
 pub fn run(exp: &Experiment, o: &RunOptions) -> Result<String> {
     let selected = exp.cells(o)?;
+    if let Some((key, _)) = &o.fork_from {
+        exp.method_index(key)?;
+    }
     let mut grid = Grid {
         exp,
         threads: o.threads,
@@ -242,9 +262,8 @@ pub fn run(exp: &Experiment, o: &RunOptions) -> Result<String> {
         let estimate = memory::estimate(&config, &data, model.as_ref());
         memory::check(&estimate, o.max_memory).with_context(|| label.clone())?;
         let dir = exp.run_dir(&o.out, &cell);
-        let checkpoint =
+        let mut checkpoint =
             checkpoint_policy(&dir, o.checkpoint_every).with_context(|| label.clone())?;
-        let mut checkpoint = checkpoint;
         if let Some(fork) = fork
             && !checkpoint.path.is_file()
         {
@@ -495,18 +514,9 @@ impl Grid<'_> {
     /// checkpoint directory or its file) of the run of method `key` at
     /// `cell`'s setting and seed.
     fn fork(&mut self, cell: &Cell, key: &str, from: &Path) -> Result<Fork> {
-        let methods = &self.exp.methods;
-        let Some(method) = methods.iter().position(|m| m.key.eq_ignore_ascii_case(key)) else {
-            let known: Vec<&str> = methods.iter().map(|m| m.key).collect();
-            bail!(
-                "--fork-from {key}=...: {} has no such method; known: {}",
-                self.exp.name,
-                known.join(", ")
-            );
-        };
         let source = Cell {
             setting: cell.setting,
-            method,
+            method: self.exp.method_index(key)?,
             seed: cell.seed,
         };
         Ok(Fork {
