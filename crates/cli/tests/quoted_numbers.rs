@@ -131,6 +131,16 @@ fn quotes() -> Vec<Quote> {
             with_std: false,
             ..accuracy(
                 DOCS,
+                "| FedSoft, K = 3 | 14.62 |",
+                "srfca-shakespeare",
+                "shakespeare",
+                "fedsoft-k3",
+            )
+        },
+        Quote {
+            with_std: false,
+            ..accuracy(
+                DOCS,
                 "| IFCA, K = 3 | 26.56 |",
                 "srfca-shakespeare",
                 "shakespeare",

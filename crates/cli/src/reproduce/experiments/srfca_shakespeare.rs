@@ -319,9 +319,9 @@ const FEDSOFT_IS_NOT_THE_CODES: &str = "the paper's FedSoft row is its code's so
      in sequence, no proximal term, drawn by importance x samples, the importances from an \
      argmin along the wrong axis), and its number is each cluster model scored on all 50 \
      clients' test splits, averaged over the clusters: K Globals, whose nearest row here, \
-     Global with the clients in sequence, gives 44.59; at K = 1 and 2 ours trains to a loss \
-     of 3.1-3.5, at or above the 3.10-nat entropy of the clients' character frequencies \
-     (Global's 2.2-2.9), and ends at the same 14.62 at both K to every digit: exactly what \
+     Global with the clients in sequence, gives 44.59; at K = 1, 2 and 3 ours trains to a \
+     loss of 3.1-3.5, at or above the 3.10-nat entropy of the clients' character frequencies \
+     (Global's 2.2-2.9), and ends at the same 14.62 at each K to every digit: exactly what \
      predicting the space, the most frequent character, for every window scores on the 37 \
      clients the draws reach, the 13 others scoring 0 (test loss infinite) (seed 1)";
 
