@@ -75,10 +75,11 @@ fn a_small_run_fits_and_a_tiny_limit_refuses_it() {
 }
 
 /// The peak resident memory (bytes) of `fedcluster run` on `toml`, as the
-/// run measures and prints it (`memory est. / peak`: its `VmHWM` read
-/// at its end; to 0.1 MiB below 1 GiB, as every size here). Polling `/proc/<pid>/status` from here instead could miss a
-/// peak reached just before the process exited, when the poller was not
-/// scheduled in time (a CI run read CFL's growth 1.5x too high).
+/// run measures and prints it (`memory est. / peak`: its `VmHWM` read at its
+/// end; to 0.1 MiB below 1 GiB, as every size here). Polling
+/// `/proc/<pid>/status` from here instead could miss a peak reached just
+/// before the process exited, when the poller was not scheduled in time (a
+/// CI run read CFL's growth 1.5x too high).
 fn measured_peak(dir: &std::path::Path, toml: &str) -> u64 {
     let o = fedcluster(&["run", toml, "--out", &format!("{toml}.out"), "-q"], dir);
     assert!(o.status.success(), "{}", stderr(&o));

@@ -343,9 +343,9 @@ fn a_killed_reproduction_resumes_without_redoing_finished_runs() {
     let _ = std::fs::remove_dir_all(&out);
 }
 
-/// `reproduce mixed-regression`'s IFCA alone, long (3,000 rounds,
-/// checkpointed every 100), with `extra` flags, into `out`.
-fn long_ifca(out: &Path, extra: &[&str]) -> Vec<String> {
+/// `reproduce mixed-regression`'s IFCA alone, seed 1, for `rounds`, with
+/// `extra` flags, into `out`.
+fn ifca_alone(rounds: &str, out: &Path, extra: &[&str]) -> Vec<String> {
     [
         "reproduce",
         "mixed-regression",
@@ -354,19 +354,22 @@ fn long_ifca(out: &Path, extra: &[&str]) -> Vec<String> {
         "--only-method",
         "ifca",
         "--rounds",
-        "3000",
+        rounds,
         "--seeds",
         "1",
-        "--threads",
-        "1",
-        "--checkpoint-every",
-        "100",
     ]
     .iter()
     .chain(extra)
     .map(|a| a.to_string())
     .chain(["--out".into(), out.display().to_string()])
     .collect()
+}
+
+/// [`ifca_alone`], long (3,000 rounds on one thread, checkpointed every 100).
+fn long_ifca(out: &Path, extra: &[&str]) -> Vec<String> {
+    let long = ["--threads", "1", "--checkpoint-every", "100"];
+    let flags: Vec<&str> = long.iter().chain(extra).copied().collect();
+    ifca_alone("3000", out, &flags)
 }
 
 /// Runs `args` and kills it once `checkpoint` is on disk (or after 2 min).
@@ -425,22 +428,10 @@ fn a_damaged_checkpoint_is_refused_naming_it() {
     let dir = out.join("runs/a/ifca/seed-1.checkpoint");
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("checkpoint.bin"), b"not a checkpoint").unwrap();
-    let status = fedcluster(&[
-        "reproduce",
-        "mixed-regression",
-        "--only-setting",
-        "a",
-        "--only-method",
-        "ifca",
-        "--rounds",
-        "3",
-        "--seeds",
-        "1",
-        "--out",
-    ])
-    .arg(&out)
-    .output()
-    .unwrap();
+    let status = fedcluster(&[])
+        .args(ifca_alone("3", &out, &[]))
+        .output()
+        .unwrap();
     let err = String::from_utf8_lossy(&status.stderr);
     assert!(!status.status.success(), "{err}");
     assert!(err.contains("checkpoint.bin"), "{err}");

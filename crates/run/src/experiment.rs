@@ -336,7 +336,7 @@ impl Visit for InProcessRun<'_, '_> {
         // A checkpoint that does not fit this run is refused before the run
         // directory is created.
         ready()?;
-        if let (Some((saved, part)), true) = (&resumed, forked) {
+        if forked && let Some((saved, part)) = &resumed {
             // A fork's start becomes this run's own checkpoint before its
             // first round: a kill from now on resumes without the source.
             crate::fork::save_start(&mut schedule, &key, saved, part.as_ref())?;

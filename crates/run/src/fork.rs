@@ -38,7 +38,7 @@ pub(crate) type Forked<A> = (
 /// The dotted keys (`data.clients`, `algorithm.then.kind`) at which the
 /// resolved configs `from` and `to` differ, `rounds` and `threads` aside, in
 /// order.
-pub fn differing_fields(from: &RunConfig, to: &RunConfig) -> Result<Vec<String>> {
+fn differing_fields(from: &RunConfig, to: &RunConfig) -> Result<Vec<String>> {
     let table = |config: &RunConfig| -> Result<toml::Table> {
         let mut table = toml::Table::try_from(config).context("the config as TOML")?;
         table.remove("rounds");

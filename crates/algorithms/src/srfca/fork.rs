@@ -57,22 +57,19 @@ pub(super) fn continue_under(
             server.stage
         ));
     }
-    let fixed: Vec<&String> = differing
+    let fixed: Vec<&str> = differing
         .iter()
-        .filter(|field| {
-            let top = field.split('.').next().unwrap_or(field);
-            !FORKABLE.contains(&top)
-        })
+        .map(String::as_str)
+        .filter(|field| !FORKABLE.contains(&field.split('.').next().unwrap_or(field)))
         .collect();
     if !fixed.is_empty() || with_forkable_of(&server.config, config) != **config {
-        let named = fixed.iter().map(|f| f.as_str()).collect::<Vec<_>>();
         return Err(format!(
             "a fork before ONE_SHOT's clustering may change only {}; this config also changes {}",
             FORKABLE.join(", "),
-            if named.is_empty() {
+            if fixed.is_empty() {
                 "a field the checkpoint used".to_string()
             } else {
-                named.join(", ")
+                fixed.join(", ")
             }
         ));
     }
