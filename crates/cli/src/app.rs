@@ -101,6 +101,14 @@ enum Command {
         /// writes the whole state.
         #[arg(long)]
         checkpoint_within_rounds: bool,
+        /// Without a checkpoint of its own, start from the checkpoint in DIR:
+        /// another run's <out>.partial/ (or a copy of it), read with the
+        /// config.toml the run wrote there; the two configs may differ only
+        /// in `rounds` and where the algorithm allows (SR-FCA into ONE_SHOT-IFCA
+        /// before ONE_SHOT's clustering), and the result is what this run
+        /// computes from its first round.
+        #[arg(long, value_name = "DIR")]
+        fork_from: Option<PathBuf>,
         /// No progress bar.
         #[arg(long, short)]
         quiet: bool,
@@ -163,6 +171,7 @@ impl Command {
                 resume,
                 checkpoint_every,
                 checkpoint_within_rounds,
+                fork_from,
                 quiet,
                 max_memory,
             } => {
@@ -174,6 +183,7 @@ impl Command {
                     resume,
                     checkpoint_every,
                     checkpoint_within_rounds,
+                    fork_from,
                     quiet,
                     max_memory,
                 };

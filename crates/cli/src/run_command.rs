@@ -11,6 +11,7 @@ use crate::table::{metric, render};
 use fedcluster_run::checkpoint::{CHECKPOINT_FILE, Policy, WithinRounds};
 use fedcluster_run::config::{DEFAULT_CONFIG, RunConfig};
 use fedcluster_run::experiment::{Control, build_data_set, build_model, execute_controlled};
+use fedcluster_run::fork;
 use fedcluster_run::memory;
 use fedcluster_run::rundir::{Extras, RunDir, free_run_dir, sibling, write_run};
 
@@ -24,6 +25,9 @@ pub struct Output {
     pub checkpoint_every: usize,
     /// Checkpoint after each client of every round too.
     pub checkpoint_within_rounds: bool,
+    /// `--fork-from`: without a checkpoint of its own, start from the one in
+    /// this directory (`fedcluster_run::fork`).
+    pub fork_from: Option<PathBuf>,
     /// No progress bar.
     pub quiet: bool,
     /// `--max-memory`: the memory the run may take (default: the machine's).
@@ -60,8 +64,9 @@ pub fn run(
     // surface before any directory exists: the target is reserved (checked and
     // locked) now and created just before the first round.
     let reserved = RunDir::reserve_to_resume(&out, output.overwrite, output.resume)?;
+    let partial = sibling(reserved.path(), "partial");
     let checkpoint = Policy {
-        path: sibling(reserved.path(), "partial").join(CHECKPOINT_FILE),
+        path: partial.join(CHECKPOINT_FILE),
         every_rounds: output.checkpoint_every,
         every: Duration::from_secs(60),
         resume: output.resume,
@@ -70,13 +75,26 @@ pub fn run(
             (false, 0) => WithinRounds::LongRounds,
             (false, _) => WithinRounds::Never,
         },
-        fork: None,
+        fork: output
+            .fork_from
+            .as_deref()
+            .map(fork::from_run)
+            .transpose()?,
     };
-    if output.resume && std::fs::symlink_metadata(&checkpoint.path).is_err() {
-        eprintln!(
+    let own_checkpoint = std::fs::symlink_metadata(&checkpoint.path).is_ok();
+    match (&checkpoint.fork, output.resume && own_checkpoint) {
+        (Some(fork), false) => {
+            eprintln!(
+                "{}: forking from {}",
+                out.display(),
+                fork.checkpoint.display()
+            )
+        }
+        (None, false) if output.resume => eprintln!(
             "nothing to resume: no {} (the run starts from its first round)",
             checkpoint.path.display()
-        );
+        ),
+        _ => {}
     }
     if let Some(declared) = memory::declared_data(&config) {
         memory::check(&declared, output.max_memory)?;
@@ -89,8 +107,10 @@ pub fn run(
     let progress = RoundProgress::start(&out.display().to_string(), config.rounds, output.quiet);
     let (summary, written) = reserved.run_into(
         |ready| {
+            // The config goes beside the checkpoints: what a fork reads them under.
+            let mut start = || ready().and_then(|()| fork::record_config(&partial, &config));
             let control = Control {
-                ready,
+                ready: &mut start,
                 progress: &mut |p| progress.show(p),
                 checkpoint: Some(checkpoint),
             };

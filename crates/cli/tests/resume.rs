@@ -4,7 +4,8 @@
 //! that was never interrupted. 24 trials over three algorithms whose servers and clients
 //! keep state between rounds (IFCA with restarts, partial participation and
 //! Adam moments in each client; FedSoft's importance weights; SR-FCA's
-//! stages), killed at pseudo-random moments spread over the run.
+//! stages), killed at pseudo-random moments spread over the run; and a run
+//! forked (`--fork-from`) from a killed run's directory.
 
 mod common;
 use std::path::Path;
@@ -293,5 +294,103 @@ fn a_run_without_resume_keeps_a_checkpoint_and_another_config_is_refused() {
     let o = fedcluster(&["run", "cfg.toml", "-q", "--out", "r", "--resume"], &dir);
     let e = String::from_utf8_lossy(&o.stderr);
     assert!(e.contains("nothing to resume"), "{e}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// SR-FCA's ONE_SHOT alone (3 rounds of local training, l2 distance), and
+/// ONE_SHOT-IFCA: the same ONE_SHOT, then 4 rounds of IFCA from its clusters.
+const ONE_SHOT: &str = "name = \"srfca\"\ndistance = \"l2\"\n\
+    threshold = { kind = \"quantile\", value = 0.3 }\nlocal_steps = 3000\nlocal_rounds = 3\n\
+    local_lr = 0.05\nrefine_rounds = 2\nlr = 0.1\ninit = { kind = \"zeros\" }";
+const THEN_IFCA: &str = "then = { kind = \"ifca\", local_steps = 5 }";
+
+/// `--fork-from DIR`: ONE_SHOT-IFCA started from a copy of the
+/// `<out>.partial/` of SR-FCA's ONE_SHOT killed within a round (its part file
+/// beside the checkpoint, and the config.toml the run wrote there as it
+/// started) writes what ONE_SHOT-IFCA's run from its first round writes,
+/// byte for byte, and leaves the copy as it was; a damaged part is refused
+/// naming it (the part is read, not passed over), and a directory without the
+/// config is refused naming what is missing.
+#[test]
+fn a_run_forked_from_a_killed_runs_partial_directory_ends_where_its_own_run_ends() {
+    let dir = scratch("fork-from-partial");
+    std::fs::write(dir.join("one-shot.toml"), small(ONE_SHOT, 3)).unwrap();
+    let one_shot_ifca = small(&format!("{ONE_SHOT}\n{THEN_IFCA}"), 7);
+    std::fs::write(dir.join("one-shot-ifca.toml"), one_shot_ifca).unwrap();
+    let run = |extra: &[&str]| {
+        let mut args = vec!["run", "one-shot-ifca.toml", "-q"];
+        args.extend(extra);
+        fedcluster(&args, &dir)
+    };
+    let full = run(&["--out", "full"]);
+    assert!(
+        full.status.success(),
+        "{}",
+        String::from_utf8_lossy(&full.stderr)
+    );
+
+    // Killed once a part of a round is on disk (retried while the kill misses).
+    let partial = dir.join("source.partial");
+    let killed_within = (0..8).any(|_| {
+        let _ = std::fs::remove_dir_all(&partial);
+        let _ = std::fs::remove_dir_all(dir.join("source"));
+        let args = [
+            "run",
+            "one-shot.toml",
+            "-q",
+            "--out",
+            "source",
+            "--threads",
+            "1",
+            "--checkpoint-within-rounds",
+        ];
+        let mut child = spawn(&dir, &args);
+        while child.try_wait().unwrap().is_none() && !within_a_round(&partial) {
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        within_a_round(&partial)
+    });
+    assert!(killed_within, "no kill landed within a round in 8 tries");
+    let copy = dir.join("copy");
+    std::fs::create_dir_all(&copy).unwrap();
+    for entry in std::fs::read_dir(&partial).unwrap() {
+        let path = entry.unwrap().path();
+        std::fs::copy(&path, copy.join(path.file_name().unwrap())).unwrap();
+    }
+    assert!(
+        copy.join("config.toml").exists(),
+        "the run wrote no config.toml"
+    );
+    let contents = || -> Vec<Vec<u8>> {
+        let mut names: Vec<_> = std::fs::read_dir(&copy)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        names.sort();
+        names.iter().map(|p| std::fs::read(p).unwrap()).collect()
+    };
+    let before = contents();
+
+    let forked = run(&["--out", "forked", "--threads", "2", "--fork-from", "copy"]);
+    let log = String::from_utf8_lossy(&forked.stderr);
+    assert!(forked.status.success(), "{log}");
+    assert!(log.contains("forked: forking from copy"), "{log}");
+    same_as_full(&dir, "forked", "ONE_SHOT-IFCA forked within ONE_SHOT");
+    assert!(
+        contents() == before,
+        "the fork changed the directory it forked from"
+    );
+
+    std::fs::remove_file(copy.join("config.toml")).unwrap();
+    let refused = run(&["--out", "refused", "--fork-from", "copy"]);
+    let error = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success());
+    assert!(
+        error.contains("--fork-from copy: no config.toml"),
+        "{error}"
+    );
+    assert!(!dir.join("refused").exists() && !dir.join("refused.partial").exists());
     let _ = std::fs::remove_dir_all(&dir);
 }

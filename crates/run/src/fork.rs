@@ -17,6 +17,13 @@
 //! source's directory is written or removed; before its first round the fork
 //! writes what it starts from as its own checkpoint, so from then on it
 //! resumes as any run does.
+//!
+//! `fedcluster run` writes its resolved config into its checkpoint directory
+//! (`<out>.partial/`) as it starts ([`record_config`]), so that directory, or
+//! a copy of it, names the config its checkpoints were written under
+//! ([`from_run`]); `reproduce` knows its methods' configs.
+
+use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 use serde::Serialize;
@@ -25,8 +32,46 @@ use fedcluster_algorithms::{Algorithm, Checked};
 use fedcluster_core::ClientId;
 
 pub use crate::checkpoint::Fork;
-use crate::checkpoint::{self, Part, PartRef, Saved, Schedule, Whose};
+use crate::checkpoint::{self, CHECKPOINT_FILE, Part, PartRef, Saved, Schedule, Whose};
 use crate::config::RunConfig;
+use crate::whole_file::write_whole;
+
+/// The file beside a `fedcluster run`'s checkpoints holding the resolved
+/// config they are written under.
+pub const RUN_CONFIG_FILE: &str = "config.toml";
+
+/// Writes `config` into the checkpoint directory `dir` of a starting run
+/// (whole or not at all), for a fork from it to read.
+pub fn record_config(dir: &Path, config: &RunConfig) -> Result<()> {
+    write_whole(&dir.join(RUN_CONFIG_FILE), config.to_toml()?.as_bytes())
+}
+
+/// The fork from `dir`, the checkpoint directory of a `fedcluster run`
+/// (`<out>.partial/`, or a copy of it): its checkpoint and the config
+/// [`record_config`] wrote beside it.
+pub fn from_run(dir: &Path) -> Result<Fork> {
+    let context = || format!("--fork-from {}", dir.display());
+    if !dir.is_dir() {
+        bail!(
+            "{}: not a directory (a run's <out>.partial/ or a copy of it)",
+            context()
+        );
+    }
+    let path = dir.join(RUN_CONFIG_FILE);
+    if !path.exists() {
+        bail!(
+            "{}: no {RUN_CONFIG_FILE}, the config its checkpoints were written under (a run \
+             writes it there as it starts; a reproduction's checkpoint is forked with \
+             `reproduce --fork-from METHOD=DIR`)",
+            context()
+        );
+    }
+    let config = RunConfig::load(&path, &[]).with_context(context)?;
+    Ok(Fork {
+        checkpoint: dir.join(CHECKPOINT_FILE),
+        config,
+    })
+}
 
 /// A fork's checkpoint read back for this run: the state after its rounds,
 /// and the part of the round it was interrupted in, if any.

@@ -14,6 +14,9 @@ use anyhow::{Context, Result, bail};
 /// is not a run directory and is never replaced.
 pub const RUN_FILES: &[&str] = &[
     "config.toml",
+    // config.toml on its way into `DIR.partial` as a run starts
+    // (`crate::fork::record_config`).
+    ".config.toml.partial",
     "metrics.csv",
     "replicas.csv",
     "timing.csv",
