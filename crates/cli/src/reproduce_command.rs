@@ -27,6 +27,11 @@ pub struct OutputArgs {
     /// last round) into <run dir>.checkpoint/; a killed run resumes from there.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub checkpoint_every: usize,
+    /// Also checkpoint every round after each client (one client at a time),
+    /// so a killed run redoes no client's work (rounds of hours: SR-FCA's
+    /// pairwise losses on Shakespeare); results do not depend on it.
+    #[arg(long)]
+    pub checkpoint_within_rounds: bool,
 }
 
 /// The flags of the grid experiments.
@@ -222,6 +227,7 @@ impl GridArgs {
             threads: self.output.threads,
             max_memory: self.output.max_memory,
             checkpoint_every: self.output.checkpoint_every,
+            checkpoint_within_rounds: self.output.checkpoint_within_rounds,
             only_settings: self.only_settings,
             only_methods: self.only_methods,
             only_seeds: self.only_seeds,
@@ -281,6 +287,7 @@ impl Reproduce {
                     threads: output.threads,
                     max_memory: output.max_memory,
                     checkpoint_every: output.checkpoint_every,
+                    checkpoint_within_rounds: output.checkpoint_within_rounds,
                     only_seeds: only_trials,
                     ..Default::default()
                 };

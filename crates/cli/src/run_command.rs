@@ -70,11 +70,10 @@ pub fn run(
         every_rounds: output.checkpoint_every,
         every: Duration::from_secs(60),
         resume: output.resume,
-        within_rounds: match (output.checkpoint_within_rounds, output.checkpoint_every) {
-            (true, _) => WithinRounds::EveryClient,
-            (false, 0) => WithinRounds::LongRounds,
-            (false, _) => WithinRounds::Never,
-        },
+        within_rounds: WithinRounds::from_flags(
+            output.checkpoint_within_rounds,
+            output.checkpoint_every,
+        ),
         fork: output
             .fork_from
             .as_deref()

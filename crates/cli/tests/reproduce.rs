@@ -419,6 +419,47 @@ fn a_run_killed_mid_way_resumes_from_its_checkpoint() {
     }
 }
 
+/// `--checkpoint-within-rounds`: a run killed once a part of a round is on
+/// disk (`checkpoint.part.bin`, written after each client) resumes from that
+/// part, without the flag and on another thread count, and saves the
+/// never-killed run's `metrics.csv`, byte for byte.
+#[test]
+fn a_run_killed_within_a_round_resumes_from_its_part() {
+    let killed = temp_dir("killed-within-round");
+    let dir = killed.join("runs/a/ifca/seed-1.checkpoint");
+    let within = ["--threads", "1", "--checkpoint-within-rounds"];
+    kill_once_checkpointed(
+        &ifca_alone("300", &killed, &within),
+        &dir.join("checkpoint.part.bin"),
+    );
+    assert!(
+        dir.join("checkpoint.part.bin").exists()
+            && !killed.join("runs/a/ifca/seed-1/metrics.csv").exists(),
+        "the kill should land within a round, before the run is saved"
+    );
+    let resumed = fedcluster(&[])
+        .args(ifca_alone("300", &killed, &["--threads", "2"]))
+        .output()
+        .unwrap();
+    let log = String::from_utf8_lossy(&resumed.stderr);
+    assert!(resumed.status.success(), "{log}");
+    assert!(log.contains(": resuming from "), "{log}");
+    let whole = temp_dir("never-killed-within");
+    let run = fedcluster(&[])
+        .args(ifca_alone("300", &whole, &[]))
+        .output()
+        .unwrap();
+    assert!(run.status.success());
+    let metrics = |out: &Path| std::fs::read(out.join("runs/a/ifca/seed-1/metrics.csv")).unwrap();
+    assert!(
+        metrics(&killed) == metrics(&whole),
+        "the resumed run differs"
+    );
+    for out in [killed, whole] {
+        let _ = std::fs::remove_dir_all(out);
+    }
+}
+
 /// A checkpoint that does not belong to the run (damaged, or of another
 /// protocol) is refused naming it and how to start the run over, never
 /// resumed into a different result.

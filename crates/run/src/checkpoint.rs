@@ -96,6 +96,19 @@ pub enum WithinRounds {
     EveryClient,
 }
 
+impl WithinRounds {
+    /// What the commands' flags ask for: `--checkpoint-within-rounds` after
+    /// each client; else long rounds split where checkpoints follow the
+    /// clock (`--checkpoint-every 0`), never where they count rounds.
+    pub fn from_flags(every_client: bool, every_rounds: usize) -> Self {
+        match (every_client, every_rounds) {
+            (true, _) => Self::EveryClient,
+            (false, 0) => Self::LongRounds,
+            (false, _) => Self::Never,
+        }
+    }
+}
+
 /// A round interrupted between its parts, as [`load_part`] reads it back.
 #[derive(Deserialize)]
 pub struct Part<S, C> {

@@ -56,6 +56,8 @@ pub struct RunOptions {
     /// Checkpoint each run every this many rounds (0: every
     /// [`CHECKPOINT_EVERY`]; see [`checkpoint_policy`]).
     pub checkpoint_every: usize,
+    /// `--checkpoint-within-rounds`: checkpoint every round after each client.
+    pub checkpoint_within_rounds: bool,
     /// `--fork-from METHOD=DIR`: a selected run without a checkpoint of its
     /// own starts from the checkpoint in DIR of the same seed's run of METHOD
     /// (`fedcluster_run::fork`).
@@ -263,7 +265,8 @@ pub fn run(exp: &Experiment, o: &RunOptions) -> Result<String> {
         memory::check(&estimate, o.max_memory).with_context(|| label.clone())?;
         let dir = exp.run_dir(&o.out, &cell);
         let mut checkpoint =
-            checkpoint_policy(&dir, o.checkpoint_every).with_context(|| label.clone())?;
+            checkpoint_policy(&dir, o.checkpoint_every, o.checkpoint_within_rounds)
+                .with_context(|| label.clone())?;
         if let Some(fork) = fork
             && !checkpoint.path.is_file()
         {
@@ -338,11 +341,11 @@ pub fn run(exp: &Experiment, o: &RunOptions) -> Result<String> {
 
 /// How a run of the grid checkpoints: into `<run dir>.checkpoint/` (created
 /// here), every `every_rounds` rounds (0: at most every [`CHECKPOINT_EVERY`])
-/// and after its last round, and
+/// and after its last round, `within` every round after each client too, and
 /// resuming from a checkpoint found there, so a long run killed mid-way (the
 /// end of a session, a reboot) loses at most that much work. Removed once the
 /// run is saved.
-fn checkpoint_policy(dir: &Path, every_rounds: usize) -> Result<Policy> {
+fn checkpoint_policy(dir: &Path, every_rounds: usize, within: bool) -> Result<Policy> {
     let checkpoint_dir = sibling(dir, "checkpoint");
     std::fs::create_dir_all(&checkpoint_dir)
         .with_context(|| format!("creating {}", checkpoint_dir.display()))?;
@@ -351,10 +354,7 @@ fn checkpoint_policy(dir: &Path, every_rounds: usize) -> Result<Policy> {
         every_rounds,
         every: CHECKPOINT_EVERY,
         resume: true,
-        within_rounds: match every_rounds {
-            0 => WithinRounds::LongRounds,
-            _ => WithinRounds::Never,
-        },
+        within_rounds: WithinRounds::from_flags(within, every_rounds),
         fork: None,
     })
 }
