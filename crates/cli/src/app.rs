@@ -96,9 +96,9 @@ enum Command {
         /// between its clients too).
         #[arg(long, value_name = "N", default_value_t = 0)]
         checkpoint_every: usize,
-        /// Also checkpoint every round after each client (one client at a
-        /// time), so a killed run redoes no client's work; each checkpoint
-        /// writes the whole state.
+        /// Also checkpoint every round after each client (one a worker
+        /// thread at a time), so a killed run redoes at most a client a
+        /// thread; each checkpoint writes the whole state.
         #[arg(long)]
         checkpoint_within_rounds: bool,
         /// Without a checkpoint of its own, start from the checkpoint in DIR:

@@ -27,9 +27,10 @@ pub struct OutputArgs {
     /// last round) into <run dir>.checkpoint/; a killed run resumes from there.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub checkpoint_every: usize,
-    /// Also checkpoint every round after each client (one client at a time),
-    /// so a killed run redoes no client's work (rounds of hours: SR-FCA's
-    /// pairwise losses on Shakespeare); results do not depend on it.
+    /// Also checkpoint every round after each client (one a worker thread at
+    /// a time), so a killed run redoes at most a client a thread (rounds of
+    /// hours: SR-FCA's pairwise losses on Shakespeare); results do not
+    /// depend on it.
     #[arg(long)]
     pub checkpoint_within_rounds: bool,
 }

@@ -419,15 +419,15 @@ fn a_run_killed_mid_way_resumes_from_its_checkpoint() {
     }
 }
 
-/// `--checkpoint-within-rounds`: a run killed once a part of a round is on
-/// disk (`checkpoint.part.bin`, written after each client) resumes from that
-/// part, without the flag and on another thread count, and saves the
-/// never-killed run's `metrics.csv`, byte for byte.
+/// `--checkpoint-within-rounds` on 2 threads: a run killed once a part of a
+/// round is on disk (`checkpoint.part.bin`, written after each client a
+/// thread) resumes from that part, without the flag and on one thread, and
+/// saves the never-killed run's `metrics.csv`, byte for byte.
 #[test]
 fn a_run_killed_within_a_round_resumes_from_its_part() {
     let killed = temp_dir("killed-within-round");
     let dir = killed.join("runs/a/ifca/seed-1.checkpoint");
-    let within = ["--threads", "1", "--checkpoint-within-rounds"];
+    let within = ["--threads", "2", "--checkpoint-within-rounds"];
     kill_once_checkpointed(
         &ifca_alone("300", &killed, &within),
         &dir.join("checkpoint.part.bin"),
@@ -438,7 +438,7 @@ fn a_run_killed_within_a_round_resumes_from_its_part() {
         "the kill should land within a round, before the run is saved"
     );
     let resumed = fedcluster(&[])
-        .args(ifca_alone("300", &killed, &["--threads", "2"]))
+        .args(ifca_alone("300", &killed, &["--threads", "1"]))
         .output()
         .unwrap();
     let log = String::from_utf8_lossy(&resumed.stderr);

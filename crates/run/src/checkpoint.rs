@@ -91,7 +91,8 @@ pub enum WithinRounds {
     /// times as long as that one took to write): a run killed in a round of
     /// hours loses a part of it, not the round.
     LongRounds,
-    /// Every round, after each client (one at a time): for rounds that must
+    /// Every round, after each client (one a worker thread at a time, so a
+    /// killed run redoes at most a client a thread): for rounds that must
     /// never be redone (and for tests); each checkpoint writes the state.
     EveryClient,
 }

@@ -76,8 +76,9 @@ const PART_CLIENTS_PER_THREAD: usize = 4;
 pub(crate) struct MidRound<'a> {
     schedule: &'a RefCell<Schedule>,
     key: &'a str,
-    /// Clients per part of a long round.
-    part_clients: usize,
+    /// Worker threads: a part of a long round is `PART_CLIENTS_PER_THREAD`
+    /// clients a thread, with [`WithinRounds::EveryClient`] one a thread.
+    threads: usize,
     /// Whether the first round resumes an interrupted one (split again).
     resumes_a_part: bool,
 }
@@ -92,7 +93,7 @@ impl<'a> MidRound<'a> {
         Self {
             schedule,
             key,
-            part_clients: PART_CLIENTS_PER_THREAD * threads.max(1),
+            threads: threads.max(1),
             resumes_a_part,
         }
     }
@@ -122,8 +123,8 @@ where
             schedule.save(self.key, round, so_far, server, transport.stored_halves())?;
         }
         Ok(Some(match within {
-            WithinRounds::EveryClient => 1,
-            _ => self.part_clients,
+            WithinRounds::EveryClient => self.threads,
+            _ => PART_CLIENTS_PER_THREAD * self.threads,
         }))
     }
 
