@@ -405,8 +405,14 @@ fn a_run_killed_mid_way_resumes_from_its_checkpoint() {
         !checkpoint.parent().unwrap().exists(),
         "checkpoint left behind"
     );
+    same_as_never_killed(killed, "never-killed", &args);
+}
 
-    let whole = temp_dir("never-killed");
+/// Asserts that the run `args` wrote into `killed` (resumed) saved the
+/// `metrics.csv` of `args` run uninterrupted into a fresh directory `name`,
+/// byte for byte; removes both directories.
+fn same_as_never_killed(killed: PathBuf, name: &str, args: &dyn Fn(&Path) -> Vec<String>) {
+    let whole = temp_dir(name);
     let status = fedcluster(&[]).args(args(&whole)).output().unwrap();
     assert!(status.status.success());
     let metrics = |out: &Path| std::fs::read(out.join("runs/a/ifca/seed-1/metrics.csv")).unwrap();
@@ -444,20 +450,9 @@ fn a_run_killed_within_a_round_resumes_from_its_part() {
     let log = String::from_utf8_lossy(&resumed.stderr);
     assert!(resumed.status.success(), "{log}");
     assert!(log.contains(": resuming from "), "{log}");
-    let whole = temp_dir("never-killed-within");
-    let run = fedcluster(&[])
-        .args(ifca_alone("300", &whole, &[]))
-        .output()
-        .unwrap();
-    assert!(run.status.success());
-    let metrics = |out: &Path| std::fs::read(out.join("runs/a/ifca/seed-1/metrics.csv")).unwrap();
-    assert!(
-        metrics(&killed) == metrics(&whole),
-        "the resumed run differs"
-    );
-    for out in [killed, whole] {
-        let _ = std::fs::remove_dir_all(out);
-    }
+    same_as_never_killed(killed, "never-killed-within", &|out| {
+        ifca_alone("300", out, &[])
+    });
 }
 
 /// A checkpoint that does not belong to the run (damaged, or of another
