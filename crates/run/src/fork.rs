@@ -34,16 +34,13 @@ use fedcluster_core::ClientId;
 pub use crate::checkpoint::Fork;
 use crate::checkpoint::{self, CHECKPOINT_FILE, Part, PartRef, Saved, Schedule, Whose};
 use crate::config::RunConfig;
+use crate::rundir::CONFIG_FILE;
 use crate::whole_file::write_whole;
-
-/// The file beside a `fedcluster run`'s checkpoints holding the resolved
-/// config they are written under.
-pub const RUN_CONFIG_FILE: &str = "config.toml";
 
 /// Writes `config` into the checkpoint directory `dir` of a starting run
 /// (whole or not at all), for a fork from it to read.
 pub fn record_config(dir: &Path, config: &RunConfig) -> Result<()> {
-    write_whole(&dir.join(RUN_CONFIG_FILE), config.to_toml()?.as_bytes())
+    write_whole(&dir.join(CONFIG_FILE), config.to_toml()?.as_bytes())
 }
 
 /// The fork from `dir`, the checkpoint directory of a `fedcluster run`
@@ -57,10 +54,10 @@ pub fn from_run(dir: &Path) -> Result<Fork> {
             context()
         );
     }
-    let path = dir.join(RUN_CONFIG_FILE);
+    let path = dir.join(CONFIG_FILE);
     if !path.exists() {
         bail!(
-            "{}: no {RUN_CONFIG_FILE}, the config its checkpoints were written under (a run \
+            "{}: no {CONFIG_FILE}, the config its checkpoints were written under (a run \
              writes it there as it starts; a reproduction's checkpoint is forked with \
              `reproduce --fork-from METHOD=DIR`)",
             context()

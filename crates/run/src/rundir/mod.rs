@@ -30,7 +30,7 @@ pub mod curves;
 pub mod target;
 use best::{Better, best_round};
 pub use curves::{CURVES_FILE, curves_svg};
-pub use target::{DirLock, RUN_FILES, check_target, normalise, sibling};
+pub use target::{CONFIG_FILE, DirLock, RUN_FILES, check_target, normalise, sibling};
 
 use fedcluster_core::limits::MAX_MODEL_VALUES;
 
@@ -461,7 +461,7 @@ pub fn write_run(
     outcome: &Outcome,
     extras: Extras,
 ) -> Result<Summary> {
-    dir.write("config.toml", &config.to_toml()?)?;
+    dir.write(CONFIG_FILE, &config.to_toml()?)?;
     let last_round = outcome.records.last().map_or(0, |r| r.round);
     let kept = |r: &&RoundRecord| {
         r.replica == outcome.selected && (!extras.last_round_only || r.round == last_round)

@@ -10,10 +10,15 @@ use std::path::{Component, Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
+/// The resolved config of a run: in a finished run directory, and in the
+/// `DIR.partial` of a run under way (`crate::fork::record_config`), where a fork
+/// reads it.
+pub const CONFIG_FILE: &str = "config.toml";
+
 /// Every file a run directory may hold; a directory with anything else in it
 /// is not a run directory and is never replaced.
 pub const RUN_FILES: &[&str] = &[
-    "config.toml",
+    CONFIG_FILE,
     // config.toml on its way into `DIR.partial` as a run starts
     // (`crate::fork::record_config`).
     ".config.toml.partial",

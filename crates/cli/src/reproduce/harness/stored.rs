@@ -18,7 +18,7 @@ use fedcluster_sim::record::RoundRecord;
 use super::spec::{Field, Metric};
 use fedcluster_run::config::{DataConfig, RunConfig};
 use fedcluster_run::outcome::Outcome;
-use fedcluster_run::rundir::{Extras, Final, RunDir, Summary, write_run};
+use fedcluster_run::rundir::{CONFIG_FILE, Extras, Final, RunDir, Summary, write_run};
 use fedcluster_run::whole_file::write_whole;
 use fedcluster_state::{digest_hex, read_bounded, read_string_bounded};
 
@@ -61,7 +61,7 @@ pub fn save(
             )?;
         }
         Err(why) => {
-            run.write("config.toml", &config.to_toml()?)?;
+            run.write(CONFIG_FILE, &config.to_toml()?)?;
             run.write(DIVERGED, &format!("{why}\n"))?;
         }
     }
@@ -73,14 +73,14 @@ pub fn save(
 /// Whether `dir` holds a finished run (a run killed while saving left only
 /// `dir.partial`).
 pub fn is_finished(dir: &Path) -> bool {
-    dir.join("config.toml").is_file()
+    dir.join(CONFIG_FILE).is_file()
 }
 
 /// The finished run saved in `dir`.
 pub fn load(dir: &Path) -> Result<Finished> {
     let context = || format!("cannot read the finished run in {}", dir.display());
     check_seal(dir, &identity(dir))?;
-    let config = RunConfig::load(&dir.join("config.toml"), &[]).with_context(context)?;
+    let config = RunConfig::load(&dir.join(CONFIG_FILE), &[]).with_context(context)?;
     if dir.join(DIVERGED).is_file() {
         return Ok(Finished {
             config,
