@@ -141,6 +141,16 @@ fn quotes() -> Vec<Quote> {
             with_std: false,
             ..accuracy(
                 DOCS,
+                "| FedSoft, K = 4 | 14.62 |",
+                "srfca-shakespeare",
+                "shakespeare",
+                "fedsoft-k4",
+            )
+        },
+        Quote {
+            with_std: false,
+            ..accuracy(
+                DOCS,
                 "| IFCA, K = 3 | 26.56 |",
                 "srfca-shakespeare",
                 "shakespeare",
