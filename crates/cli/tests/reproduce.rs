@@ -477,7 +477,8 @@ fn a_damaged_checkpoint_is_refused_naming_it() {
 
 /// `--fork-from ifca=DIR` with DIR a copy of the ifca run's own checkpoint,
 /// taken from a killed run: a fresh `--out` starts from it ("forking from"),
-/// ends where the never-killed run ends, byte for byte, and leaves the copy
+/// ends where the never-killed run ends, byte for byte, keeps a note of the
+/// rounds that ran in the source (sealed with the run), and leaves the copy
 /// as it was; a fork from another method's config is refused naming why,
 /// and a bad `--fork-from` value or method is refused before anything runs.
 #[test]
@@ -514,6 +515,12 @@ fn a_run_forked_from_a_copy_of_its_checkpoint_ends_where_the_run_ends() {
         metrics(&forked) == metrics(&whole),
         "the forked run differs"
     );
+    let note = |out: &Path| std::fs::read_to_string(out.join("runs/a/ifca/seed-1/forked-from.txt"));
+    let forked_note = note(&forked).unwrap();
+    let source = format!("source: {}", copy.join("checkpoint.bin").display());
+    assert!(forked_note.contains(&source), "{forked_note}");
+    assert!(forked_note.contains("\nran there: "), "{forked_note}");
+    assert!(note(&whole).is_err(), "a run never forked has a fork note");
 
     let refused = |extra: &[&str]| {
         let out = temp_dir("fork-refused");

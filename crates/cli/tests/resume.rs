@@ -308,7 +308,8 @@ const THEN_IFCA: &str = "then = { kind = \"ifca\", local_steps = 5 }";
 /// `<out>.partial/` of SR-FCA's ONE_SHOT killed within a round (its part file
 /// beside the checkpoint, and the config.toml the run wrote there as it
 /// started) writes what ONE_SHOT-IFCA's run from its first round writes,
-/// byte for byte, and leaves the copy as it was; a damaged part is refused
+/// byte for byte, with a note of the rounds that ran in the source, and
+/// leaves the copy as it was; a damaged part is refused
 /// naming it (the part is read, not passed over), and a directory without the
 /// config is refused naming what is missing.
 #[test]
@@ -378,6 +379,16 @@ fn a_run_forked_from_a_killed_runs_partial_directory_ends_where_its_own_run_ends
     assert!(forked.status.success(), "{log}");
     assert!(log.contains("forked: forking from copy"), "{log}");
     same_as_full(&dir, "forked", "ONE_SHOT-IFCA forked within ONE_SHOT");
+    // The forked run names where its first rounds ran; the full run has no note.
+    let note = std::fs::read_to_string(dir.join("forked/forked-from.txt")).unwrap();
+    let source = format!(
+        "source: {}",
+        Path::new("copy").join("checkpoint.bin").display()
+    );
+    assert!(note.contains(&source), "{note}");
+    assert!(note.contains("(srfca)\nran there: "), "{note}");
+    assert!(note.contains("'s clients\n"), "a part, named: {note}");
+    assert!(!dir.join("full/forked-from.txt").exists());
     assert!(
         contents() == before,
         "the fork changed the directory it forked from"

@@ -340,6 +340,10 @@ impl Visit for InProcessRun<'_, '_> {
             // A fork's start becomes this run's own checkpoint before its
             // first round: a kill from now on resumes without the source.
             crate::fork::save_start(&mut schedule, &key, saved, part.as_ref())?;
+            if let Some(fork) = &policy.fork {
+                let done = part.as_ref().map(|p| p.done);
+                crate::fork::record_origin(&policy.path, fork, saved.next_round, done)?;
+            }
         }
         if let Some((saved, part)) = resumed {
             server = saved.server;

@@ -22,6 +22,10 @@
 //! (`<out>.partial/`) as it starts ([`record_config`]), so that directory, or
 //! a copy of it, names the config its checkpoints were written under
 //! ([`from_run`]); `reproduce` knows its methods' configs.
+//!
+//! A forked run says so: beside its checkpoints, and then in its finished run
+//! directory, [`FORKED_FROM_FILE`] names the source and the rounds that ran
+//! there, whose records and seconds the run carries as its own.
 
 use std::path::Path;
 
@@ -36,6 +40,46 @@ use crate::checkpoint::{self, CHECKPOINT_FILE, Part, PartRef, Saved, Schedule, W
 use crate::config::RunConfig;
 use crate::rundir::CONFIG_FILE;
 use crate::whole_file::write_whole;
+
+/// The note beside a forked run's checkpoints (and then in its run
+/// directory) naming where its first rounds ran ([`record_origin`]).
+pub const FORKED_FROM_FILE: &str = "forked-from.txt";
+
+/// Writes [`FORKED_FROM_FILE`] beside `checkpoint`, this run's own
+/// checkpoint file, as it starts from `fork`'s checkpoint after `rounds`
+/// rounds, `done` of the next round's clients exchanged when it was taken
+/// between parts of that round.
+pub(crate) fn record_origin(
+    checkpoint: &Path,
+    fork: &Fork,
+    rounds: usize,
+    done: Option<usize>,
+) -> Result<()> {
+    let dir = checkpoint.parent().unwrap_or(Path::new("."));
+    let whole = match rounds {
+        0 => None,
+        1 => Some("round 0".to_string()),
+        n => Some(format!("rounds 0 to {}", n - 1)),
+    };
+    let part = done.map(|done| format!("{done} of round {rounds}'s clients"));
+    let ran = match (whole, part) {
+        (Some(whole), Some(part)) => format!("{whole}, and {part}"),
+        (Some(only), None) | (None, Some(only)) => only,
+        (None, None) => "nothing".to_string(),
+    };
+    let note = format!(
+        "This run started from another run's checkpoint (--fork-from).\n\
+         source: {}\n\
+         source config: {} ({})\n\
+         ran there: {ran}\n\
+         The records and seconds of what ran there (metrics.csv, timing.csv) are the \
+         source run's.\n",
+        fork.checkpoint.display(),
+        fork.config.name.as_deref().unwrap_or("unnamed"),
+        fork.config.algorithm.name(),
+    );
+    write_whole(&dir.join(FORKED_FROM_FILE), note.as_bytes())
+}
 
 /// Writes `config` into the checkpoint directory `dir` of a starting run
 /// (whole or not at all), for a fork from it to read.

@@ -212,3 +212,36 @@ fn a_fork_that_could_compute_otherwise_is_refused_naming_why() {
 fn owned(overrides: &[&str]) -> Vec<String> {
     overrides.iter().map(|o| o.to_string()).collect()
 }
+
+/// The fork note names the source file and config, and what ran there: whole
+/// rounds, a part of the next, both, or nothing.
+#[test]
+fn the_fork_note_names_the_source_and_what_ran_there() {
+    let dir = scratch("note");
+    let fork = Fork {
+        checkpoint: PathBuf::from("srfca.partial").join(CHECKPOINT_FILE),
+        config: config(&[]),
+    };
+    let own = dir.join(CHECKPOINT_FILE);
+    let note = |rounds, done| {
+        super::record_origin(&own, &fork, rounds, done).unwrap();
+        std::fs::read_to_string(dir.join(super::FORKED_FROM_FILE)).unwrap()
+    };
+    let first = note(7, Some(49));
+    let source = format!("source: {}\n", fork.checkpoint.display());
+    assert!(first.contains(&source), "{first}");
+    assert!(first.contains(" (srfca)\nran there: "), "{first}");
+    assert!(
+        first.contains("ran there: rounds 0 to 6, and 49 of round 7's clients\n"),
+        "{first}"
+    );
+    for (rounds, done, ran) in [
+        (1, None, "round 0"),
+        (0, Some(3), "3 of round 0's clients"),
+        (0, None, "nothing"),
+    ] {
+        let text = note(rounds, done);
+        assert!(text.contains(&format!("ran there: {ran}\n")), "{text}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -36,6 +36,9 @@ pub const RUN_FILES: &[&str] = &[
     "checkpoint.part.bin",
     "checkpoint.part.bin.tmp",
     "checksums.sha256",
+    // `crate::fork::FORKED_FROM_FILE`, and its way into the directory.
+    "forked-from.txt",
+    ".forked-from.txt.partial",
 ];
 
 /// `path` with its redundant parts gone (`newdir/` → `newdir`, `a/./b` →

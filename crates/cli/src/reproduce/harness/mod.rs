@@ -312,11 +312,23 @@ pub fn run(exp: &Experiment, o: &RunOptions) -> Result<String> {
             });
         let how = match &outcome {
             Ok(outcome) => {
-                stored::save(&dir, &config, Ok(outcome), exp.last_round_only)?;
+                stored::save(
+                    &dir,
+                    &config,
+                    Ok(outcome),
+                    exp.last_round_only,
+                    checkpoint_dir.as_deref(),
+                )?;
                 "finished"
             }
             Err(e) if is_divergence(e) => {
-                stored::save(&dir, &config, Err(&format!("{e:#}")), false)?;
+                stored::save(
+                    &dir,
+                    &config,
+                    Err(&format!("{e:#}")),
+                    false,
+                    checkpoint_dir.as_deref(),
+                )?;
                 "diverged"
             }
             Err(e) => bail!("{label}: {e:#}"),

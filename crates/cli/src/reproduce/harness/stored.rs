@@ -17,6 +17,7 @@ use fedcluster_sim::record::RoundRecord;
 
 use super::spec::{Field, Metric};
 use fedcluster_run::config::{DataConfig, RunConfig};
+use fedcluster_run::fork::FORKED_FROM_FILE;
 use fedcluster_run::outcome::Outcome;
 use fedcluster_run::rundir::{CONFIG_FILE, Extras, Final, RunDir, Summary, write_run};
 use fedcluster_run::whole_file::write_whole;
@@ -38,14 +39,23 @@ pub struct Finished {
 
 /// Saves a finished run into `dir` (through `.partial`, so a run killed while
 /// saving is not taken as finished); with `last_round_only`, its per-round
-/// files hold the last round only.
+/// files hold the last round only; a forked run keeps the note its
+/// checkpoint directory `checkpoints` holds of where it forked from.
 pub fn save(
     dir: &Path,
     config: &RunConfig,
     outcome: Result<&Outcome, &str>,
     last_round_only: bool,
+    checkpoints: Option<&Path>,
 ) -> Result<()> {
     let run = RunDir::create(dir, false)?;
+    if let Some(note) = checkpoints.map(|c| c.join(FORKED_FROM_FILE))
+        && note.is_file()
+    {
+        let text = read_string_bounded(&note, "fork note", 1 << 16)
+            .with_context(|| format!("cannot read {}", note.display()))?;
+        run.write(FORKED_FROM_FILE, &text)?;
+    }
     match outcome {
         Ok(outcome) => {
             write_run(
