@@ -325,25 +325,23 @@ impl Visit for InProcessRun<'_, '_> {
                     round,
                     Whose::Own,
                 )?;
-                (Some((saved, part)), false)
+                (Some((saved, part)), None)
             }
             (None, Some(fork)) => {
                 let forked = crate::fork::load::<A>(fork, d.config, &forked_config)?;
-                (Some(forked), true)
+                (Some(forked), Some(fork))
             }
-            (None, None) => (None, false),
+            (None, None) => (None, None),
         };
         // A checkpoint that does not fit this run is refused before the run
         // directory is created.
         ready()?;
-        if forked && let Some((saved, part)) = &resumed {
+        if let Some(fork) = forked
+            && let Some((saved, part)) = &resumed
+        {
             // A fork's start becomes this run's own checkpoint before its
             // first round: a kill from now on resumes without the source.
-            crate::fork::save_start(&mut schedule, &key, saved, part.as_ref())?;
-            if let Some(fork) = &policy.fork {
-                let done = part.as_ref().map(|p| p.done);
-                crate::fork::record_origin(&policy.path, fork, saved.next_round, done)?;
-            }
+            crate::fork::save_start(&mut schedule, &key, fork, saved, part.as_ref())?;
         }
         if let Some((saved, part)) = resumed {
             server = saved.server;

@@ -244,10 +244,12 @@ fn halves<C>(clients: &[(ClientId, C)]) -> Vec<(ClientId, &C)> {
 /// Writes a fork's start, `saved` and the `part` of its round, as the run's
 /// own checkpoint (under its config `key`), so that the run, killed, resumes
 /// from its own directory; the round's start stays consistent with the
-/// clients' halves it was taken with.
+/// clients' halves it was taken with. The note of where it came from
+/// ([`record_origin`]) goes beside it.
 pub(crate) fn save_start<S: Serialize, C: Serialize>(
     schedule: &mut Schedule,
     key: &str,
+    fork: &Fork,
     saved: &Saved<S, C>,
     part: Option<&Part<S, C>>,
 ) -> Result<()> {
@@ -271,7 +273,7 @@ pub(crate) fn save_start<S: Serialize, C: Serialize>(
             seconds: part.seconds,
         })?;
     }
-    Ok(())
+    record_origin(&schedule.policy().path, fork, round, part.map(|p| p.done))
 }
 
 #[cfg(test)]

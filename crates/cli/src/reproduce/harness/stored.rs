@@ -52,9 +52,10 @@ pub fn save(
     if let Some(note) = checkpoints.map(|c| c.join(FORKED_FROM_FILE))
         && note.is_file()
     {
-        let text = read_string_bounded(&note, "fork note", 1 << 16)
-            .with_context(|| format!("cannot read {}", note.display()))?;
-        run.write(FORKED_FROM_FILE, &text)?;
+        run.write(
+            FORKED_FROM_FILE,
+            &read_string_bounded(&note, "fork note", 1 << 16)?,
+        )?;
     }
     match outcome {
         Ok(outcome) => {
