@@ -375,6 +375,11 @@ where
                 let replies: Vec<Result<(ClientId, Up), EngineError>> = pool.install(|| {
                     batch
                         .into_par_iter()
+                        // One client a task: a thread that is done takes the
+                        // next client left, so clients of very different sizes
+                        // do not leave a thread idle while the other works
+                        // through half the chunk.
+                        .with_max_len(1)
                         .map(|job| {
                             // Each pool thread owns one slot: the lock is never contended.
                             let at = rayon::current_thread_index().unwrap_or(0) % slots.len();
@@ -398,3 +403,7 @@ where
         self.env.data.num_clients()
     }
 }
+
+#[cfg(test)]
+#[path = "transport_tests.rs"]
+mod tests;
