@@ -3,14 +3,13 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use rayon::prelude::*;
-
 use fedcluster_core::kernels::prefetch_item;
 use fedcluster_core::{
     ClientEnv, ClientHalf, ClientId, Model, Purpose, RoundCtx, ShardBuf, Shards, Workspace, stream,
 };
 
 use crate::error::EngineError;
+use crate::largest_first::run_largest_first;
 
 /// Delivers a round's plan and hands the replies to `deliver`, one at a time and
 /// in client-id order.
@@ -372,23 +371,20 @@ where
             while !work.is_empty() && outcome.is_ok() {
                 let rest = work.split_off(chunk.min(work.len()));
                 let batch = std::mem::replace(&mut work, rest);
-                let replies: Vec<Result<(ClientId, Up), EngineError>> = pool.install(|| {
-                    batch
-                        .into_par_iter()
-                        // One client a task: a thread that is done takes the
-                        // next client left, so clients of very different sizes
-                        // do not leave a thread idle while the other works
-                        // through half the chunk.
-                        .with_max_len(1)
-                        .map(|job| {
-                            // Each pool thread owns one slot: the lock is never contended.
-                            let at = rayon::current_thread_index().unwrap_or(0) % slots.len();
-                            let mut slot = slots[at].lock().unwrap_or_else(|e| e.into_inner());
-                            let id = job.0;
-                            handle_one(ctx, job, shared, &mut slot).map(|up| (id, up))
-                        })
-                        .collect()
-                });
+                // Largest clients first (by samples: what an evaluation's
+                // cost follows; training a fixed number of steps costs alike),
+                // each thread taking the next client left as it frees up.
+                let replies = run_largest_first(
+                    pool,
+                    batch,
+                    |job| shared.data.samples(job.0),
+                    |thread, job| {
+                        // Each pool thread owns one slot: the lock is never contended.
+                        let mut slot = slots[thread].lock().unwrap_or_else(|e| e.into_inner());
+                        let id = job.0;
+                        handle_one(ctx, job, shared, &mut slot).map(|up| (id, up))
+                    },
+                );
                 outcome = replies
                     .into_iter()
                     .try_for_each(|reply| reply.and_then(|(id, up)| deliver(id, up)));

@@ -48,12 +48,15 @@ impl ClientHalf for Busy {
 }
 
 /// The pool thread each of `clients` ran on, exchanged on two threads as
-/// one plan, and the order their replies came in.
-fn threads_of(clients: Vec<Busy>) -> (Vec<usize>, Vec<ClientId>) {
-    let x = [0.0f32];
-    let y = [0.0f32];
-    let batch = Batch::new(&x, Targets::Real(&y), 1).unwrap();
-    let data = vec![batch; clients.len()];
+/// one plan (client `i` holding `samples[i]` samples), and the order their
+/// replies came in.
+fn threads_of(clients: Vec<Busy>, samples: &[usize]) -> (Vec<usize>, Vec<ClientId>) {
+    let most = samples.iter().copied().max().unwrap_or(0);
+    let zeros = vec![0.0f32; most];
+    let data: Vec<Batch<'_>> = samples
+        .iter()
+        .map(|&n| Batch::new(&zeros[..n], Targets::Real(&zeros[..n]), 1).unwrap())
+        .collect();
     let model = LinearRegression::new(1).unwrap();
     let n = clients.len();
     let mut transport = InProcess::new(clients, &data, &model, 1, 2).unwrap();
@@ -76,17 +79,20 @@ fn threads_of(clients: Vec<Busy>) -> (Vec<usize>, Vec<ClientId>) {
 }
 
 #[test]
-fn a_thread_done_early_takes_the_clients_left_while_the_other_works_on_a_large_one() {
-    // Client 0 takes as long as the seven others together, 20 times over: the
-    // thread that runs it should run nothing else, however the chunk was cut.
+fn the_client_with_the_most_samples_starts_first_and_the_other_thread_takes_the_rest() {
+    // The last client of the plan holds the most samples and takes twice as
+    // long as the seven others together: started first, the thread that runs
+    // it runs nothing else; taken in plan order, both threads would run small
+    // clients before one reached it.
     let mut clients = vec![Busy { millis: 10 }; 8];
-    clients[0].millis = 1_400;
-    let (ran_on, order) = threads_of(clients);
-    let large = ran_on[0];
-    let others: Vec<usize> = ran_on[1..].to_vec();
+    clients[7].millis = 1_400;
+    let mut samples = vec![1; 8];
+    samples[7] = 8;
+    let (ran_on, order) = threads_of(clients, &samples);
+    let large = ran_on[7];
     assert!(
-        others.iter().all(|&t| t != large),
-        "client 0 ran on thread {large}, and so did others: {ran_on:?}"
+        ran_on[..7].iter().all(|&t| t != large),
+        "client 7 ran on thread {large}, and so did others: {ran_on:?}"
     );
     assert_eq!(order, (0..8).collect::<Vec<_>>(), "replies in plan order");
 }
