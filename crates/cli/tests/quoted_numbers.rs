@@ -141,6 +141,16 @@ fn quotes() -> Vec<Quote> {
             with_std: false,
             ..accuracy(
                 DOCS,
+                "| SR-FCA | 36.13 |",
+                "srfca-shakespeare",
+                "shakespeare",
+                "srfca",
+            )
+        },
+        Quote {
+            with_std: false,
+            ..accuracy(
+                DOCS,
                 "| FedSoft, K = 4 | 14.62 |",
                 "srfca-shakespeare",
                 "shakespeare",

@@ -80,6 +80,25 @@ fn same_as_full(dir: &Path, out: &str, what: &str) {
     }
 }
 
+/// Asserts that the run directory `out` in `dir` counts at least the seconds
+/// its rounds took (`summary.json`'s `wall_seconds` against `timing.csv`),
+/// every session of a resumed run included.
+fn seconds_cover_the_rounds(dir: &Path, out: &str, what: &str) {
+    let summary = std::fs::read_to_string(dir.join(out).join("summary.json")).unwrap();
+    let summary: serde_json::Value = serde_json::from_str(&summary).unwrap();
+    let wall = summary["wall_seconds"].as_f64().unwrap();
+    let timing = std::fs::read_to_string(dir.join(out).join("timing.csv")).unwrap();
+    let rounds: f64 = timing
+        .lines()
+        .skip(1)
+        .map(|line| line.split(',').nth(1).unwrap().parse::<f64>().unwrap())
+        .sum();
+    assert!(
+        wall >= rounds,
+        "{what}: the run counts {wall} s, its rounds took {rounds} s"
+    );
+}
+
 /// A pseudo-random fraction in [0, 1) from `state` (a 64-bit LCG).
 fn fraction(state: &mut u64) -> f64 {
     *state = state
@@ -229,6 +248,7 @@ fn a_run_killed_within_a_round_resumes_to_the_same_metrics() {
                 );
             }
             same_as_full(&dir, &out, &format!("{name} trial {trial}"));
+            seconds_cover_the_rounds(&dir, &out, &format!("{name} trial {trial}"));
         }
         assert!(
             within >= 2,

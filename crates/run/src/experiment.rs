@@ -396,6 +396,16 @@ pub(crate) struct Start<S> {
     pub(crate) interrupted: Option<Interrupted<S>>,
 }
 
+impl<S> Start<S> {
+    /// Seconds the run took before this start, every session of it: the
+    /// rounds before `first` and, resumed within round `first`, that round's
+    /// parts so far (which the checkpoint of the round's start does not hold).
+    pub(crate) fn seconds_before(&self) -> f64 {
+        let within = self.interrupted.as_ref().map_or(0.0, |cut| cut.seconds);
+        self.so_far.wall_seconds + within
+    }
+}
+
 impl<S> Default for Start<S> {
     fn default() -> Self {
         Self {
@@ -496,12 +506,13 @@ impl<'a> Driver<'a> {
             pick: cfg.test_pick,
             local_models: cfg.local_eval_models,
         };
+        let earlier = start.seconds_before();
         let Start {
             first,
             so_far,
             interrupted,
         } = start;
-        let (start, earlier) = (Instant::now(), so_far.wall_seconds);
+        let start = Instant::now();
         let state = RefCell::new(so_far);
         let observe = |event: RoundEvent<'_>| {
             let last = event.round + 1 == cfg.rounds;

@@ -73,3 +73,36 @@ fn long_rounds_split_into_parts_give_the_whole_rounds_results() {
     assert!(!dir.join(PART_FILE).exists());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A run resumed within a round counts the seconds that round's parts took
+/// before (in the part file, not in the checkpoint of the round's start).
+#[test]
+fn a_start_within_a_round_counts_the_rounds_parts_so_far() {
+    use crate::experiment::Start;
+    use crate::outcome::SoFar;
+    use fedcluster_sim::parts::Interrupted;
+
+    let so_far = SoFar {
+        wall_seconds: 120.0,
+        ..SoFar::default()
+    };
+    let cut = Interrupted {
+        server: (),
+        done: 3,
+        replied: vec![0, 1, 2],
+        bytes_up: 0,
+        seconds: 45.5,
+    };
+    let within = Start {
+        first: 4,
+        so_far: so_far.clone(),
+        interrupted: Some(cut),
+    };
+    assert_eq!(within.seconds_before(), 165.5);
+    let between = Start::<()> {
+        first: 4,
+        so_far,
+        interrupted: None,
+    };
+    assert_eq!(between.seconds_before(), 120.0);
+}
