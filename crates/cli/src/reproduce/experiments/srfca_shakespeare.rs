@@ -97,19 +97,15 @@ pub fn experiment(p: &Protocol) -> Experiment {
     ]);
     // The public code cuts ONE_SHOT's and MERGE's threshold graphs with the
     // pivot algorithm, not into connected components (docs/algorithms.md).
-    let srfca_correlation = Method::new(
+    let mut srfca_correlation = Method::new(
         "srfca-correlation",
         "SR-FCA, ONE_SHOT and MERGE by correlation clustering (as the public code)",
         SRFCA,
-    )
-    .with_overrides(
-        &srfca
-            .overrides
-            .iter()
-            .map(String::as_str)
-            .collect::<Vec<_>>(),
-    )
-    .with_overrides(&["algorithm.clustering=\"correlation\""]);
+    );
+    srfca_correlation.overrides = srfca.overrides.clone();
+    srfca_correlation
+        .overrides
+        .push("algorithm.clustering=\"correlation\"".into());
     one_shot_ifca.overrides.extend([
         format!("rounds={}", parts + 1 + rounds),
         format!("algorithm.local_steps={one_shot_steps}"),
