@@ -151,6 +151,16 @@ fn quotes() -> Vec<Quote> {
             with_std: false,
             ..accuracy(
                 DOCS,
+                "| ONE_SHOT-IFCA | 42.93 |",
+                "srfca-shakespeare",
+                "shakespeare",
+                "one-shot-ifca",
+            )
+        },
+        Quote {
+            with_std: false,
+            ..accuracy(
+                DOCS,
                 "| FedSoft, K = 4 | 14.62 |",
                 "srfca-shakespeare",
                 "shakespeare",
