@@ -161,6 +161,16 @@ fn quotes() -> Vec<Quote> {
             with_std: false,
             ..accuracy(
                 DOCS,
+                "correlation clustering (as the public code) | 36.03 |",
+                "srfca-shakespeare",
+                "shakespeare",
+                "srfca-correlation",
+            )
+        },
+        Quote {
+            with_std: false,
+            ..accuracy(
+                DOCS,
                 "| FedSoft, K = 4 | 14.62 |",
                 "srfca-shakespeare",
                 "shakespeare",

@@ -329,8 +329,10 @@ const SRFCA_ONE_CLUSTER: &str = "ONE_SHOT's threshold graph at λ (the 0.25 quan
      what Global trains (10 of the 50 clients a round, 400 steps each, the trimmed mean in \
      place of the mean): it ends at 36.13 beside Global's 36.07; the public code trains a \
      cluster's 10 sampled members one after another, as its Global, which emulated for \
-     Global gives 44.59, and cuts the graph by correlation clustering, not into components \
-     (the row 'srfca-correlation') (seed 1)";
+     Global gives 44.59, and cuts the graph by correlation clustering, not into components: \
+     run so (the row 'srfca-correlation'), ONE_SHOT finds 2 clusters, REFINE trains 16 \
+     clients a round, its RECLUSTER and MERGE leave one cluster, and it ends at 36.03, \
+     so the chain, not the cut, is the gap (seed 1)";
 /// ONE_SHOT-IFCA's gap, read off the finished run (seed 1) and the public code.
 const ONE_SHOT_IFCA_ONE_CLUSTER: &str = "ONE_SHOT finds one cluster, as in SR-FCA's run (the \
      same rounds: the run forks from SR-FCA's checkpoint), so IFCA runs at K = 1: 6 rounds in \
