@@ -161,6 +161,16 @@ fn quotes() -> Vec<Quote> {
             with_std: false,
             ..accuracy(
                 DOCS,
+                "(as ONE_SHOT-IFCA's IFCA rounds) | 36.99 |",
+                "srfca-shakespeare",
+                "shakespeare",
+                "global-every-client",
+            )
+        },
+        Quote {
+            with_std: false,
+            ..accuracy(
+                DOCS,
                 "correlation clustering (as the public code) | 36.03 |",
                 "srfca-shakespeare",
                 "shakespeare",
